@@ -1,0 +1,5 @@
+"""``python -m k3doctor``."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Built-in check families, one module per family (registered through entry points)."""

@@ -1,0 +1,108 @@
+"""Command-line interface. Thin: parse options, build facts, run, hand the report to a reporter.
+
+Only ``click`` is imported at start-up; every command imports what it needs when it runs, so
+``k3doctor --help`` stays fast and never imports torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any, Sequence
+
+import click
+
+from . import __version__
+
+#: command name -> "module:attribute" (imported when the command is used or listed in --help).
+LAZY_COMMANDS: dict[str, tuple[str, str]] = {
+    "check": ("k3doctor.commands.check:command", "Run the preflight checks (live, --snapshot or --target)."),
+    "snapshot": ("k3doctor.commands.snapshot:command", "Probe this node and write its facts as JSON."),
+    "demo": ("k3doctor.commands.demo:command", "Run the seed's 2×8 H200 Kimi-K3 deployment statically."),
+    "explain": ("k3doctor.commands.explain:command", "Explain an error text, log files, or a check CODE."),
+    "plan": ("k3doctor.commands.plan:command", "Project per-rank GPU memory for a model and parallel plan."),
+    "env": ("k3doctor.commands.env:command", "Print the exports that fix this node (NIC pins, cache dirs)."),
+    "manifest": ("k3doctor.commands.manifest:command", "Create or verify a sha256 manifest of a checkpoint."),
+    "list": ("k3doctor.commands.listing:command", "List every check: code, severity, title."),
+    "version": ("k3doctor.commands.listing:version_command", "Show versions of k3doctor and its plugins."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported only when used; --help shows their short help."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(LAZY_COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in LAZY_COMMANDS:
+            return None
+        if ctx.resilient_parsing or _is_help_listing():
+            return click.Command(name, help=LAZY_COMMANDS[name][1], short_help=LAZY_COMMANDS[name][1])
+        module, _, attr = LAZY_COMMANDS[name][0].partition(":")
+        try:
+            cmd = getattr(importlib.import_module(module), attr)
+        except ImportError as exc:
+            raise click.ClickException(f"command {name!r} is not available in this build: {exc}") from None
+        return cmd  # type: ignore[no-any-return]
+
+
+_HELP_LISTING = False
+
+
+def _is_help_listing() -> bool:
+    return _HELP_LISTING
+
+
+class _Main(LazyGroup):
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        global _HELP_LISTING
+        _HELP_LISTING = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            _HELP_LISTING = False
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "-V", "--version", prog_name="k3doctor")
+def main() -> None:
+    """k3doctor: preflight diagnostics for multi-node MoE serving (Kimi-K3, DeepSeek-V3, …)
+    with SGLang or vLLM on NVIDIA GPUs.
+
+    \b
+    Exit codes: 0 ok · 1 findings at/above --fail-on · 2 usage error · 3 a check or probe crashed.
+    Start with `k3doctor demo`, then `k3doctor check -- <your launch command>`.
+    """
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Entry point that returns the exit code instead of exiting (for tests and benchmarks)."""
+    try:
+        main.main(args=list(argv) if argv is not None else None, prog_name="k3doctor", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    return 0
+
+
+def color_enabled(stream: Any) -> bool:
+    """Colour only on a TTY, never with NO_COLOR set (https://no-color.org); FORCE_COLOR forces it."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Shared pieces of the multi-node preflight that need no torch."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from typing import Any, Mapping
+
+__all__ = [
+    "CLOCK_SKEW_THRESHOLD_S",
+    "DEFAULT_TIMEOUT_S",
+    "INSTALL_HINT",
+    "ClusterUnavailable",
+    "require_torch",
+    "parse_addr",
+    "default_store_port",
+    "choose_gloo_interface",
+    "interface_ipv4",
+    "node_entry",
+    "tail",
+]
+
+#: Clock skew above this many seconds between a node and rank 0 is a finding (CLU008).
+CLOCK_SKEW_THRESHOLD_S = 1.0
+#: Default bound of every wait of a live multi-node preflight, in seconds.
+DEFAULT_TIMEOUT_S = 60.0
+
+INSTALL_HINT = (
+    "multi-node preflight needs torch (torch.distributed with Gloo): "
+    "pip install 'k3doctor[distributed]' -- on a CPU-only CI machine install a CPU build first "
+    "(pip install torch --index-url https://download.pytorch.org/whl/cpu) so that pip does not pull "
+    "a multi-gigabyte CUDA build; on the GPU nodes the engine's own torch is already there"
+)
+
+
+class ClusterUnavailable(Exception):
+    """torch (with torch.distributed) is not installed; the message says how to install it."""
+
+
+def require_torch() -> None:
+    """Raise :class:`ClusterUnavailable` unless torch.distributed with Gloo can be imported."""
+    try:
+        import torch.distributed as dist
+    except Exception as exc:  # noqa: BLE001 - ImportError or a broken install
+        raise ClusterUnavailable(f"{INSTALL_HINT} (import torch.distributed failed: {exc})") from None
+    if not dist.is_available():
+        raise ClusterUnavailable(f"{INSTALL_HINT} (this torch build has no torch.distributed)")
+
+
+def parse_addr(addr: str) -> tuple[str, int]:
+    """``"host:port"`` / ``"[v6]:port"`` -> (host, port); ``ValueError`` with the reason."""
+    text = (addr or "").strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port_text = rest[1:] if rest.startswith(":") else ""
+    else:
+        host, _, port_text = text.rpartition(":")
+    if not host or not port_text:
+        raise ValueError(f"--dist-init-addr {addr!r}: expected HOST:PORT (e.g. 10.0.0.1:5000)")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"--dist-init-addr {addr!r}: port {port_text!r} is not a number") from None
+    if not 0 < port < 65536:
+        raise ValueError(f"--dist-init-addr {addr!r}: port {port} is out of range")
+    return host, port
+
+
+def default_store_port(engine_port: int) -> int:
+    """k3doctor's store port: the engine's rendezvous port + 1 (the engine's own port stays free,
+    so a preflight can run while a previous engine still holds it; same firewall rules apply)."""
+    return engine_port + 1 if engine_port < 65535 else engine_port - 1
+
+
+def _interfaces(facts: Mapping[str, Any]) -> list[dict[str, Any]]:
+    net = facts.get("net")
+    if not isinstance(net, Mapping):
+        return []
+    return [i for i in net.get("interfaces") or [] if isinstance(i, Mapping) and i.get("name")]
+
+
+def interface_ipv4(facts: Mapping[str, Any], name: str | None) -> str | None:
+    """The first IPv4 address (without prefix length) of interface ``name`` in the ``net`` fact."""
+    for iface in _interfaces(facts):
+        if iface.get("name") == name:
+            for addr in iface.get("ipv4") or []:
+                return str(addr).split("/")[0]
+    return None
+
+
+def choose_gloo_interface(facts: Mapping[str, Any], override: str | None = None) -> tuple[str | None, str]:
+    """The interface this node's Gloo bootstrap uses, and where that choice came from.
+
+    Order: ``--gloo-ifname``; ``GLOO_SOCKET_IFNAME`` pinned in the launch command; in the
+    environment; k3doctor's own choice (the ``rendezvous`` fact's route to the head); else
+    ``None`` (Gloo resolves the hostname itself).
+    """
+    if override:
+        return override, "option --gloo-ifname"
+    launch = facts.get("launch")
+    if isinstance(launch, Mapping):
+        pinned = (launch.get("env_assignments") or {}).get("GLOO_SOCKET_IFNAME")
+        if pinned:
+            return str(pinned), "launch GLOO_SOCKET_IFNAME"
+    env = facts.get("env")
+    if isinstance(env, Mapping) and env.get("GLOO_SOCKET_IFNAME"):
+        return str(env["GLOO_SOCKET_IFNAME"]), "env GLOO_SOCKET_IFNAME"
+    rdv = facts.get("rendezvous")
+    if isinstance(rdv, Mapping) and rdv.get("interface"):
+        return str(rdv["interface"]), "k3doctor (route to the rendezvous address)"
+    return None, "gloo default (hostname resolution)"
+
+
+def node_entry(doc: Mapping[str, Any], node_rank: int) -> dict[str, Any]:
+    """One ``cluster.nodes[]`` entry from a snapshot document."""
+    facts = doc.get("facts") if isinstance(doc.get("facts"), Mapping) else {}
+    host = facts.get("host") if isinstance(facts.get("host"), Mapping) else {}
+    return {
+        "node_rank": node_rank,
+        "hostname": str(doc.get("hostname") or host.get("hostname") or f"rank{node_rank}"),
+        "version": doc.get("version"),
+        "facts": dict(facts),
+        "probe_errors": dict(doc.get("probe_errors") or {}),
+    }
+
+
+def resolve_host(host: str) -> list[str]:
+    """IP addresses of ``host`` (literal or name); empty when it does not resolve."""
+    try:
+        ipaddress.ip_address(host)
+        return [host]
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except OSError:
+        return []
+    out: list[str] = []
+    for info in infos:
+        ip = str(info[4][0])
+        if ip not in out:
+            out.append(ip)
+    return out
+
+
+def tail(text: str, lines: int = 12, limit: int = 2000) -> str:
+    """The last ``lines`` non-empty lines of ``text``, at most ``limit`` characters."""
+    kept = [ln for ln in (text or "").splitlines() if ln.strip()][-lines:]
+    return "\n".join(kept)[-limit:]

@@ -1,0 +1,1 @@
+"""One module per CLI command; each exposes a click command named ``command``."""

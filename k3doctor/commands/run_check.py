@@ -1,0 +1,199 @@
+"""The body of ``k3doctor check`` (separate from option parsing so it is easy to test and reuse)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from typing import Any, Callable, Iterator
+
+import click
+
+from ..model import Severity
+from ..session import InputError, SessionOptions, build_facts, load_snapshot_or_fail, merge_node_reports, node_label
+
+
+def _session_options(kw: dict[str, Any]) -> SessionOptions:
+    options = {
+        "model_dir": kw.get("model_dir"),
+        "deep": kw.get("deep", False),
+        "manifest": kw.get("manifest"),
+        "jobs": kw.get("jobs"),
+        "sample": kw.get("sample", False),
+        "hf_repo": kw.get("hf_repo"),
+        "measure_load": kw.get("measure_load", False),
+        "dist_init_addr": kw.get("dist_init_addr"),
+        "nnodes": kw.get("nnodes"),
+        "node_rank": kw.get("node_rank"),
+        "gpus_per_node": kw.get("gpus"),
+    }
+    return SessionOptions(
+        snapshots=tuple(kw.get("snapshots") or ()),
+        target=kw.get("target"),
+        gpus=kw.get("gpus"),
+        launch=tuple(kw.get("launch") or ()),
+        launch_given=bool(kw.get("launch_given")),
+        env_file=kw.get("env_file"),
+        probe_timeout=float(kw.get("probe_timeout") or 20.0),
+        options={k: v for k, v in options.items() if v is not None},
+    )
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str, str, Any], None] | None]:
+    """A spinner on stderr naming the running check (TTY only)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+
+    console = Console(file=sys.stderr)
+    with console.status("starting…") as status:
+        def on_event(kind: str, code: str, result: Any) -> None:
+            if kind == "start":
+                status.update(f"k3doctor: running {code}…")
+
+        yield on_event
+
+
+def execute(kw: dict[str, Any]) -> int:
+    """Run ``check`` with parsed options; return the exit code."""
+    from ..registry import registry
+    from ..runner import run_checks
+    from ..selection import SelectionError, apply_selection, split_selectors
+
+    reg = registry()
+    try:
+        selected = apply_selection(reg.checks, split_selectors(kw.get("select")), split_selectors(kw.get("ignore")))
+    except SelectionError as exc:
+        raise click.UsageError(str(exc)) from None
+    if not selected:
+        raise click.UsageError("--select/--ignore leave no check to run (see `k3doctor list`)")
+    opts = _session_options(kw)
+    fail_on = Severity.parse(kw.get("fail_on") or "error")
+    fmt = kw.get("fmt") or "rich"
+    interactive = fmt == "rich" and not kw.get("output") and _isatty(sys.stderr)
+    try:
+        with _progress(interactive) as on_event:
+            if len(opts.snapshots) > 1:
+                report = _run_many(reg, selected, opts, fail_on, on_event)
+            else:
+                facts = build_facts(opts)
+                _maybe_cluster(facts, kw, opts)
+                report = run_checks(reg.checks, selected, facts, fail_on=fail_on, on_event=on_event,
+                                    plugin_errors=reg.errors)
+    except InputError as exc:
+        raise click.UsageError(str(exc)) from None
+    report.meta.update(_meta(opts))
+    _emit(report, fmt, kw.get("output"), bool(kw.get("verbose")))
+    return report.exit_code
+
+
+def _run_many(reg: Any, selected: list[str], opts: SessionOptions, fail_on: Severity, on_event: Any) -> Any:
+    from ..facts import Facts
+    from ..runner import run_checks
+
+    docs = [load_snapshot_or_fail(p) for p in opts.snapshots]
+    per_node = []
+    node_codes = [c for c in selected if not c.startswith("CLU")]
+    for i, doc in enumerate(docs):
+        facts = build_facts(opts, snapshot_doc=doc)
+        report = run_checks(reg.checks, node_codes, facts, fail_on=fail_on, on_event=on_event,
+                            plugin_errors=reg.errors)
+        per_node.append((node_label(doc, i), report))
+    clu_codes = [c for c in selected if c.startswith("CLU")]
+    cluster_report = None
+    if clu_codes:
+        cluster_facts = Facts({}, live=False, source="snapshots")
+        try:
+            from ..cluster import from_snapshots
+
+            cluster_facts.set("cluster", from_snapshots([_with_launch(doc, opts) for doc in docs]))
+        except ImportError:
+            pass
+        cluster_report = run_checks(reg.checks, clu_codes, cluster_facts, fail_on=fail_on, on_event=on_event)
+    return merge_node_reports(per_node, cluster_report)
+
+
+def _with_launch(doc: dict[str, Any], opts: SessionOptions) -> dict[str, Any]:
+    """A snapshot document whose facts include the launch given on the command line."""
+    facts = build_facts(opts, snapshot_doc=doc)
+    out = dict(doc)
+    out["facts"] = facts.known()
+    return out
+
+
+def _maybe_cluster(facts: Any, kw: dict[str, Any], opts: SessionOptions) -> None:
+    """Live multi-node mode: rendezvous with the other nodes and set the ``cluster`` fact."""
+    if not facts.live or kw.get("local_only"):
+        return
+    launch = facts.known().get("launch") or {}
+    nnodes = kw.get("nnodes") or launch.get("nnodes") or 1
+    if nnodes <= 1:
+        return
+    addr = kw.get("dist_init_addr") or launch.get("dist_init_addr")
+    rank = kw.get("node_rank") if kw.get("node_rank") is not None else launch.get("node_rank", 0)
+    if not addr:
+        raise InputError("multi-node mode needs --dist-init-addr HOST:PORT (or one in the launch command)")
+    try:
+        from ..cluster import ClusterOptions, ClusterUnavailable, gather
+    except ImportError as exc:
+        raise InputError(f"multi-node mode is not available in this build ({exc})") from None
+    from .. import __version__
+    from ..facts import snapshot_document
+
+    facts.collect()
+    local = snapshot_document(facts, __version__)
+    copts = ClusterOptions(
+        nnodes=int(nnodes), node_rank=int(rank), dist_init_addr=str(addr), store_port=kw.get("store_port"),
+        timeout=float(kw.get("cluster_timeout") or 60.0), token=kw.get("token"), nccl=bool(kw.get("nccl")),
+        bind_all=bool(kw.get("bind_all")), gloo_ifname=None,
+    )
+
+    def say(msg: str) -> None:
+        sys.stderr.write(f"k3doctor: {msg}\n")
+        sys.stderr.flush()
+
+    try:
+        facts.set("cluster", gather(local, copts, say))
+    except ClusterUnavailable as exc:
+        raise InputError(str(exc)) from None
+
+
+def _meta(opts: SessionOptions) -> dict[str, Any]:
+    meta: dict[str, Any] = {}
+    if opts.snapshots:
+        meta["snapshots"] = list(opts.snapshots)
+    if opts.target:
+        meta["target"] = opts.target
+    if opts.launch:
+        meta["launch"] = " ".join(opts.launch)
+    return meta
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _emit(report: Any, fmt: str, output: str | None, verbose: bool) -> None:
+    from ..cli import color_enabled
+    from ..reporters import get_reporter
+
+    reporter = get_reporter(fmt)
+    if output:
+        buf = io.StringIO()
+        reporter.render(report, buf, color=False, verbose=verbose)
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(buf.getvalue())
+        except OSError as exc:
+            raise click.UsageError(f"--output {output}: cannot write ({exc.strerror or exc})") from None
+        c = report.counts()
+        sys.stderr.write(f"k3doctor: wrote {fmt} report to {output} ({c['error']} errors, "
+                         f"{c['warning']} warnings; exit {report.exit_code})\n")
+        return
+    out = click.get_text_stream("stdout")
+    reporter.render(report, out, color=color_enabled(out) if fmt == "rich" else False, verbose=verbose)

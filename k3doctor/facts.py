@@ -1,0 +1,264 @@
+"""Facts: the plain, JSON-serialisable data that probes produce and checks read.
+
+Three sources give the same shape of facts, so every check runs unchanged on each:
+
+* live probes on this node (each time-bounded, lazily run only when a selected check asks);
+* a snapshot file written by ``k3doctor snapshot`` (``schema_version`` 1);
+* a built-in ``--target`` GPU profile (static CI without hardware).
+
+Probes are registered by fact name in :data:`PROBES` (``"module:function"``, imported only when
+the fact is first needed) and through the ``k3doctor.probes`` entry-point group for plugins.
+A probe is ``def probe(ctx: ProbeContext) -> dict`` and must return JSON-serialisable data.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from .model import Skip
+
+__all__ = [
+    "SNAPSHOT_SCHEMA_VERSION",
+    "PROBES",
+    "ProbeContext",
+    "ProbeError",
+    "ProbeTimeout",
+    "Facts",
+    "SnapshotError",
+    "load_snapshot",
+    "snapshot_document",
+    "call_with_timeout",
+]
+
+SNAPSHOT_SCHEMA_VERSION = 1
+
+#: fact name -> "module:function" of the probe that produces it on a live node.
+PROBES: dict[str, str] = {
+    "host": "k3doctor.probes.host:probe_host",
+    "env": "k3doctor.probes.host:probe_env",
+    "packages": "k3doctor.probes.packages:probe_packages",
+    "gpu": "k3doctor.probes.gpu:probe_gpu",
+    "net": "k3doctor.probes.net:probe_net",
+    "mounts": "k3doctor.probes.fs:probe_mounts",
+    "paths": "k3doctor.probes.fs:probe_paths",
+    "limits": "k3doctor.probes.oslimits:probe_limits",
+    "rendezvous": "k3doctor.probes.net:probe_rendezvous",
+    "model": "k3doctor.probes.checkpoint:probe_model",
+}
+
+#: Seconds a single probe may run before it is abandoned (a wedged driver or stale NFS mount).
+DEFAULT_PROBE_TIMEOUT = 20.0
+
+
+class ProbeError(Exception):
+    """A probe raised; carries the fact name and the original error text."""
+
+    def __init__(self, fact: str, message: str) -> None:
+        super().__init__(f"probe {fact!r} failed: {message}")
+        self.fact = fact
+        self.detail = message
+
+
+class ProbeTimeout(ProbeError):
+    """A probe did not return within its time limit."""
+
+
+class SnapshotError(Exception):
+    """A snapshot file is unreadable, malformed or of an unsupported schema version."""
+
+
+@dataclass
+class ProbeContext:
+    """What a probe may know about the run: options from the command line and its time limit."""
+
+    options: Mapping[str, Any] = field(default_factory=dict)
+    timeout: float = DEFAULT_PROBE_TIMEOUT
+    #: facts already known (a probe may read another fact through ``ctx.facts.get``)
+    facts: "Facts | None" = None
+
+    def option(self, name: str, default: Any = None) -> Any:
+        value = self.options.get(name, default)
+        return default if value is None else value
+
+
+def call_with_timeout(fn: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Run ``fn`` in a daemon thread; raise :class:`ProbeTimeout` if it does not finish in time.
+
+    A hung C call (NVML on a wedged driver, ``stat`` on a dead NFS server) cannot be killed from
+    Python, but the daemon thread does not keep the process alive and the run goes on.
+    """
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"k3doctor-probe-{what}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise ProbeTimeout(what, f"no answer within {timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+def _resolve(spec: str) -> Callable[..., Any]:
+    module, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module), attr)  # type: ignore[no-any-return]
+
+
+class Facts:
+    """Lazy fact store handed to checks.
+
+    ``get(name)`` returns a known fact, runs its probe (live mode) or raises :class:`Skip` with
+    the reason it is unavailable. Probe failures raise :class:`ProbeError` once and are
+    remembered, so every dependent check sees the same failure.
+    """
+
+    def __init__(
+        self,
+        values: Mapping[str, Any] | None = None,
+        *,
+        live: bool = False,
+        options: Mapping[str, Any] | None = None,
+        probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
+        probes: Mapping[str, str | Callable[..., Any]] | None = None,
+        source: str = "",
+    ) -> None:
+        self._values: dict[str, Any] = dict(values or {})
+        self.live = live
+        self.options: dict[str, Any] = dict(options or {})
+        self.probe_timeout = probe_timeout
+        self.probes: dict[str, str | Callable[..., Any]] = dict(PROBES if probes is None else probes)
+        self.errors: dict[str, ProbeError] = {}
+        self.durations: dict[str, float] = {}
+        self.source = source or ("live" if live else "static")
+        self._lock = threading.RLock()
+
+    # -- reading --------------------------------------------------------------------------
+    def has(self, name: str) -> bool:
+        """True when the fact is known or can be probed (without running the probe)."""
+        return name in self._values or (self.live and name in self.probes)
+
+    def known(self) -> dict[str, Any]:
+        """The facts gathered so far (a copy)."""
+        return dict(self._values)
+
+    def option(self, name: str, default: Any = None) -> Any:
+        value = self.options.get(name, default)
+        return default if value is None else value
+
+    def get(self, name: str) -> Any:
+        with self._lock:
+            if name in self._values:
+                return self._values[name]
+            if name in self.errors:
+                raise self.errors[name]
+            if not (self.live and name in self.probes):
+                raise Skip(self._why_missing(name))
+            return self._probe(name)
+
+    def _why_missing(self, name: str) -> str:
+        hints = {
+            "launch": "no launch command given (pass it after `--`)",
+            "model": "no model directory (use --model DIR or a launch command with a local model path)",
+            "cluster": "single node (multi-node checks need --nnodes/--dist-init-addr or several --snapshot files)",
+            "plan": "no parallel plan (give a launch command or --tp/--ep)",
+        }
+        if name in hints:
+            return hints[name]
+        return f"fact {name!r} is not in this {self.source} fact set"
+
+    def _probe(self, name: str) -> Any:
+        spec = self.probes[name]
+        ctx = ProbeContext(options=self.options, timeout=self.probe_timeout, facts=self)
+        started = time.perf_counter()
+        try:
+            fn = _resolve(spec) if isinstance(spec, str) else spec
+            value = call_with_timeout(lambda: fn(ctx), self.probe_timeout, name)
+        except ProbeError as exc:
+            self.errors[name] = exc if exc.fact == name else ProbeError(name, exc.detail)
+            raise self.errors[name] from None
+        except Skip:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a crashing probe becomes an INT finding
+            self.errors[name] = ProbeError(name, f"{type(exc).__name__}: {exc}")
+            raise self.errors[name] from None
+        finally:
+            self.durations[name] = time.perf_counter() - started
+        self._values[name] = value
+        return value
+
+    def set(self, name: str, value: Any) -> None:
+        """Add or replace a fact (the CLI sets ``launch``, ``cluster``, target GPUs, …)."""
+        with self._lock:
+            self._values[name] = value
+            self.errors.pop(name, None)
+
+    def collect(self, names: list[str] | None = None) -> dict[str, Any]:
+        """Probe every named fact (default: all registered), swallowing per-probe errors."""
+        for name in names or list(self.probes):
+            try:
+                self.get(name)
+            except (ProbeError, Skip):
+                pass
+        return self.known()
+
+
+# -- snapshots ------------------------------------------------------------------------------
+def snapshot_document(facts: Facts, version: str) -> dict[str, Any]:
+    """The JSON document ``k3doctor snapshot`` writes."""
+    host = facts.known().get("host") or {}
+    return {
+        "schema_version": SNAPSHOT_SCHEMA_VERSION,
+        "kind": "k3doctor.snapshot",
+        "tool": "k3doctor",
+        "version": version,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "hostname": host.get("hostname", ""),
+        "facts": facts.known(),
+        "probe_errors": {name: err.detail for name, err in facts.errors.items()},
+        "probe_seconds": {name: round(s, 4) for name, s in facts.durations.items()},
+    }
+
+
+def load_snapshot(path: str | Path) -> dict[str, Any]:
+    """Read and validate a snapshot file; raise :class:`SnapshotError` with a one-line reason."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise SnapshotError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise SnapshotError(f"{p}: is a directory, expected a snapshot JSON file") from None
+    except OSError as exc:
+        raise SnapshotError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    try:
+        doc = json.loads(raw)
+    except UnicodeDecodeError:
+        raise SnapshotError(f"{p}: not UTF-8 text; expected the JSON written by `k3doctor snapshot`") from None
+    except json.JSONDecodeError as exc:
+        raise SnapshotError(
+            f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "re-create it with `k3doctor snapshot -o FILE`"
+        ) from None
+    if not isinstance(doc, dict) or doc.get("kind") != "k3doctor.snapshot":
+        raise SnapshotError(f"{p}: not a k3doctor snapshot (no \"kind\": \"k3doctor.snapshot\")")
+    version = doc.get("schema_version")
+    if version != SNAPSHOT_SCHEMA_VERSION:
+        raise SnapshotError(
+            f"{p}: snapshot schema_version {version!r} is not supported (this k3doctor reads "
+            f"{SNAPSHOT_SCHEMA_VERSION}); re-create it with this version's `k3doctor snapshot`"
+        )
+    if not isinstance(doc.get("facts"), dict):
+        raise SnapshotError(f"{p}: snapshot has no \"facts\" object")
+    return doc

@@ -1,0 +1,86 @@
+"""How many ranks write a node's caches, and which environment the launch sees (pure, facts-in)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+__all__ = ["optional", "launch_env", "engine", "nnodes", "ranks_per_node", "node_rank"]
+
+
+def optional(facts: Any, name: str) -> Any:
+    """``facts.get(name)`` or None when the fact is missing or its probe failed."""
+    try:
+        return facts.get(name) if facts.has(name) else None
+    except Exception:  # noqa: BLE001 - Skip / ProbeError: the fact is simply unknown here
+        return None
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def launch_env(facts: Any) -> dict[str, str]:
+    """The launch's environment (``launch["env"]``) when a launch is given, else the ``env`` fact."""
+    launch = optional(facts, "launch")
+    if isinstance(launch, Mapping) and isinstance(launch.get("env"), Mapping):
+        return {str(k): str(v) for k, v in launch["env"].items() if v is not None}
+    env = optional(facts, "env")
+    if isinstance(env, Mapping):
+        return {str(k): str(v) for k, v in env.items() if v is not None}
+    return {}
+
+
+def engine(facts: Any) -> str | None:
+    launch = optional(facts, "launch")
+    if isinstance(launch, Mapping) and launch.get("engine"):
+        return str(launch["engine"]).lower()
+    return None
+
+
+def nnodes(facts: Any) -> int | None:
+    launch = optional(facts, "launch")
+    if isinstance(launch, Mapping):
+        n = _int(launch.get("nnodes"))
+        if n:
+            return n
+    cluster = optional(facts, "cluster")
+    if isinstance(cluster, Mapping) and isinstance(cluster.get("nodes"), list) and cluster["nodes"]:
+        return len(cluster["nodes"])
+    return None
+
+
+def node_rank(facts: Any) -> int | None:
+    launch = optional(facts, "launch")
+    if isinstance(launch, Mapping):
+        return _int(launch.get("node_rank"))
+    return None
+
+
+def ranks_per_node(facts: Any) -> tuple[int | None, str]:
+    """``(ranks, how)``: processes per node that run kernels — gpus_per_node, the plan, or the GPUs seen."""
+    launch = optional(facts, "launch")
+    if isinstance(launch, Mapping):
+        g = _int(launch.get("gpus_per_node"))
+        if g:
+            return g, "launch gpus_per_node"
+        world = 1
+        known = False
+        keys = ("tp", "pp") if launch.get("enable_dp_attention") else ("tp", "pp", "dp")
+        for key in keys:
+            v = _int(launch.get(key))
+            if v:
+                known = known or v > 1
+                world *= v
+        n = _int(launch.get("nnodes")) or 1
+        if known and world >= n:
+            return max(1, world // n), f"launch plan (tp×pp×dp={world} over {n} node(s))"
+    gpu = optional(facts, "gpu")
+    if isinstance(gpu, Mapping) and isinstance(gpu.get("devices"), list) and gpu["devices"]:
+        return len(gpu["devices"]), "GPUs on this node"
+    return None, "unknown"

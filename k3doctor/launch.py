@@ -1,0 +1,482 @@
+"""Understand an SGLang or vLLM launch command without running it.
+
+``parse_launch(argv)`` accepts the words after ``k3doctor check --`` (or one shell string) and
+returns a :class:`LaunchSpec`: the engine, the model, the parallel plan and the settings that
+checks care about. Leading ``VAR=value`` words, an ``--env-file`` of shell ``export`` lines and
+(live) the process environment are merged into ``env`` (launch line > env file > process).
+
+Unknown flags are kept (``unknown_flags``) and never fatal; a value that does not parse (``--tp
+sixteen``) is recorded in ``errors`` and becomes a finding. Only an empty command or an engine
+k3doctor does not know raises :class:`LaunchError` (a usage error).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+__all__ = ["LaunchSpec", "LaunchError", "parse_launch", "parse_env_file", "ENGINES"]
+
+ENGINES = ("sglang", "vllm")
+
+_ASSIGN_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+
+
+class LaunchError(ValueError):
+    """The launch command cannot be understood at all (empty, or not an SGLang/vLLM launch)."""
+
+
+# canonical field -> (kind, aliases per engine). kind: int | float | str | bool
+_Field = tuple[str, dict[str, tuple[str, ...]]]
+_FIELDS: dict[str, _Field] = {
+    "model": ("str", {"sglang": ("--model-path", "--model"), "vllm": ("--model",)}),
+    "tp": ("int", {"sglang": ("--tp-size", "--tp", "--tensor-parallel-size"),
+                   "vllm": ("--tensor-parallel-size", "-tp", "--tp", "--tp-size")}),
+    "ep": ("int", {"sglang": ("--ep-size", "--ep", "--expert-parallel-size"), "vllm": ()}),
+    "pp": ("int", {"sglang": ("--pp-size", "--pp", "--pipeline-parallel-size"),
+                   "vllm": ("--pipeline-parallel-size", "-pp", "--pp")}),
+    "dp": ("int", {"sglang": ("--dp-size", "--dp", "--data-parallel-size"),
+                   "vllm": ("--data-parallel-size", "-dp", "--dp")}),
+    "dcp": ("int", {"sglang": ("--dcp-size", "--dcp", "--decode-context-parallel-size"),
+                    "vllm": ("--decode-context-parallel-size", "-dcp", "--dcp")}),
+    "enable_dp_attention": ("bool", {"sglang": ("--enable-dp-attention",), "vllm": ()}),
+    "enable_expert_parallel": ("bool", {"sglang": (), "vllm": ("--enable-expert-parallel", "-ep")}),
+    "nnodes": ("int", {"sglang": ("--nnodes",), "vllm": ("--nnodes", "-n")}),
+    "node_rank": ("int", {"sglang": ("--node-rank",), "vllm": ("--node-rank", "-r")}),
+    "dist_init_addr": ("str", {"sglang": ("--dist-init-addr", "--nccl-init-addr"),
+                               "vllm": ("--master-addr", "--data-parallel-address")}),
+    "master_port": ("int", {"sglang": (), "vllm": ("--master-port",)}),
+    "attention_backend": ("str", {"sglang": ("--attention-backend",), "vllm": ("--attention-backend",)}),
+    "prefill_attention_backend": ("str", {"sglang": ("--prefill-attention-backend",), "vllm": ()}),
+    "decode_attention_backend": ("str", {"sglang": ("--decode-attention-backend",), "vllm": ()}),
+    "moe_runner_backend": ("str", {"sglang": ("--moe-runner-backend",),
+                                   "vllm": ("--moe-backend", "--moe-runner-backend")}),
+    "moe_a2a_backend": ("str", {"sglang": ("--moe-a2a-backend",), "vllm": ("--all2all-backend",)}),
+    "quantization": ("str", {"sglang": ("--quantization",), "vllm": ("--quantization", "-q")}),
+    "kv_cache_dtype": ("str", {"sglang": ("--kv-cache-dtype",), "vllm": ("--kv-cache-dtype",)}),
+    "mem_fraction": ("float", {"sglang": ("--mem-fraction-static", "--mem-fraction"),
+                               "vllm": ("--gpu-memory-utilization",)}),
+    "context_length": ("int", {"sglang": ("--context-length",), "vllm": ("--max-model-len",)}),
+    "load_format": ("str", {"sglang": ("--load-format",), "vllm": ("--load-format",)}),
+    "cuda_graph_max_bs": ("int", {"sglang": ("--cuda-graph-max-bs",),
+                                  "vllm": ("--max-cudagraph-capture-size", "--max-seq-len-to-capture")}),
+    "max_running_requests": ("int", {"sglang": ("--max-running-requests",), "vllm": ("--max-num-seqs",)}),
+    "chunked_prefill_size": ("int", {"sglang": ("--chunked-prefill-size",),
+                                     "vllm": ("--max-num-batched-tokens",)}),
+    "trust_remote_code": ("bool", {"sglang": ("--trust-remote-code",), "vllm": ("--trust-remote-code",)}),
+    "enforce_eager": ("bool", {"sglang": ("--disable-cuda-graph",), "vllm": ("--enforce-eager",)}),
+    "enable_symm_mem": ("bool", {"sglang": ("--enable-symm-mem",), "vllm": ()}),
+    "enable_dp_lm_head": ("bool", {"sglang": ("--enable-dp-lm-head",), "vllm": ()}),
+    "mamba_ssm_dtype": ("str", {"sglang": ("--mamba-ssm-dtype",), "vllm": ("--mamba-ssm-cache-dtype",)}),
+    "speculative_algorithm": ("str", {"sglang": ("--speculative-algorithm",), "vllm": ()}),
+    "speculative_config": ("str", {"sglang": (), "vllm": ("--speculative-config",)}),
+    "host": ("str", {"sglang": ("--host",), "vllm": ("--host",)}),
+    "port": ("int", {"sglang": ("--port",), "vllm": ("--port",)}),
+    "dist_timeout": ("int", {"sglang": ("--dist-timeout",), "vllm": ()}),
+    "headless": ("bool", {"sglang": (), "vllm": ("--headless",)}),
+    "distributed_executor_backend": ("str", {"sglang": (), "vllm": ("--distributed-executor-backend",)}),
+    "tokenizer": ("str", {"sglang": ("--tokenizer-path",), "vllm": ("--tokenizer",)}),
+    "revision": ("str", {"sglang": ("--revision",), "vllm": ("--revision",)}),
+    "download_dir": ("str", {"sglang": ("--download-dir",), "vllm": ("--download-dir",)}),
+    "served_model_name": ("str", {"sglang": ("--served-model-name",), "vllm": ("--served-model-name",)}),
+}
+
+# Flags known to each engine that k3doctor does not interpret: value-taking vs boolean. Knowing
+# them keeps `unknown_flags` meaningful (a typo shows up there) and parsing exact.
+_KNOWN_VALUE_FLAGS: dict[str, frozenset[str]] = {
+    "sglang": frozenset({
+        "--reasoning-parser", "--tool-call-parser", "--mamba-full-memory-ratio", "--mamba-radix-cache-strategy",
+        "--speculative-draft-model-path", "--speculative-dspark-block-size", "--speculative-num-steps",
+        "--speculative-eagle-topk", "--speculative-num-draft-tokens", "--max-prefill-tokens",
+        "--disaggregation-mode", "--disaggregation-transfer-backend", "--disaggregation-bootstrap-port",
+        "--disaggregation-decode-extra-slots", "--hicache-write-policy", "--mm-feature-transport",
+        "--page-size", "--schedule-policy", "--log-level", "--api-key", "--chat-template", "--dtype",
+        "--ep-num-redundant-experts", "--moe-dense-tp-size", "--cuda-graph-bs", "--stream-interval",
+        "--watchdog-timeout", "--grammar-backend", "--sampling-backend", "--json-model-override-args",
+        "--max-total-tokens", "--random-seed", "--nsa-prefill-backend", "--nsa-decode-backend",
+        "--deepep-mode", "--init-expert-location", "--eplb-algorithm", "--weight-loader-prefetch-checkpoints",
+        "--file-storage-path", "--base-gpu-id", "--gpu-id-step", "--tokenizer-mode",
+    }),
+    "vllm": frozenset({
+        "--reasoning-parser", "--tool-call-parser", "--max-num-batched-tokens", "--block-size",
+        "--swap-space", "--dtype", "--seed", "--api-key", "--chat-template", "--tokenizer-mode",
+        "--data-parallel-size-local", "--data-parallel-start-rank", "--data-parallel-rpc-port",
+        "--data-parallel-backend", "--compilation-config", "-O", "--attention-config", "--mamba-cache-mode",
+        "--kv-transfer-config", "--cuda-graph-sizes", "--limit-mm-per-prompt", "--hf-overrides",
+        "--override-generation-config", "--generation-config", "--uvicorn-log-level", "--kv-cache-memory",
+        "--cpu-offload-gb", "--max-logprobs", "--eplb-config", "--num-redundant-experts", "--mm-encoder-tp-mode",
+        "--async-scheduling", "--worker-extension-cls", "--ray-workers-use-nsight", "--model-impl",
+        "--mxfp4-backend", "--code-revision", "--tokenizer-revision", "--config-format",
+    }),
+}
+_KNOWN_BOOL_FLAGS: dict[str, frozenset[str]] = {
+    "sglang": frozenset({
+        "--enable-hierarchical-cache", "--disable-custom-all-reduce", "--enable-torch-compile",
+        "--disable-radix-cache", "--enable-mixed-chunk", "--enable-metrics", "--enable-cache-report",
+        "--enable-nccl-nvls", "--enable-two-batch-overlap", "--enable-eplb", "--skip-server-warmup",
+        "--enable-linear-replayssm-spec", "--disable-overlap-schedule", "--enable-deepep-moe",
+        "--enable-ep-moe", "--enable-flashinfer-allreduce-fusion", "--enable-expert-distribution-metrics",
+        "--log-requests", "--show-time-cost", "--enable-piecewise-cuda-graph", "--disable-shared-experts-fusion",
+        "--enable-multimodal", "--skip-tokenizer-init", "--allow-auto-truncate",
+    }),
+    "vllm": frozenset({
+        "--enable-auto-tool-choice", "--disable-custom-all-reduce", "--enable-prefix-caching",
+        "--no-enable-prefix-caching", "--enable-chunked-prefill", "--no-enable-chunked-prefill",
+        "--disable-log-requests", "--disable-log-stats", "--enable-eplb", "--language-model-only",
+        "--no-enable-flashinfer-autotune", "--enable-dbo", "--no-disable-hybrid-kv-cache-manager",
+        "--disable-hybrid-kv-cache-manager", "--enable-lora", "--data-parallel-hybrid-lb",
+        "--data-parallel-external-lb", "--enable-sleep-mode", "--safetensors-load-strategy",
+        "--no-async-scheduling", "--enable-log-requests", "--use-v2-block-manager",
+    }),
+}
+
+
+@dataclass
+class LaunchSpec:
+    """A parsed launch command. ``None`` means the flag was not given (engine default applies)."""
+
+    engine: str
+    entry: str
+    argv: list[str]
+    model: str | None = None
+    tp: int = 1
+    ep: int = 1
+    pp: int = 1
+    dp: int = 1
+    dcp: int = 1
+    enable_dp_attention: bool = False
+    enable_expert_parallel: bool = False
+    nnodes: int = 1
+    node_rank: int = 0
+    dist_init_addr: str | None = None
+    master_port: int | None = None
+    attention_backend: str | None = None
+    prefill_attention_backend: str | None = None
+    decode_attention_backend: str | None = None
+    moe_runner_backend: str | None = None
+    moe_a2a_backend: str | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+    mem_fraction: float | None = None
+    context_length: int | None = None
+    load_format: str | None = None
+    cuda_graph_max_bs: int | None = None
+    max_running_requests: int | None = None
+    chunked_prefill_size: int | None = None
+    trust_remote_code: bool = False
+    enforce_eager: bool = False
+    enable_symm_mem: bool = False
+    enable_dp_lm_head: bool = False
+    mamba_ssm_dtype: str | None = None
+    speculative_algorithm: str | None = None
+    speculative_config: str | None = None
+    host: str | None = None
+    port: int | None = None
+    dist_timeout: int | None = None
+    headless: bool = False
+    distributed_executor_backend: str | None = None
+    tokenizer: str | None = None
+    revision: str | None = None
+    download_dir: str | None = None
+    served_model_name: str | None = None
+    #: every flag as given: ``--long-name`` -> value (str) or True
+    flags: dict[str, Any] = field(default_factory=dict)
+    #: effective environment: process env < --env-file < leading VAR=value words
+    env: dict[str, str] = field(default_factory=dict)
+    #: just the VAR=value words of the launch line and the env file (what the user pinned)
+    env_assignments: dict[str, str] = field(default_factory=dict)
+    unknown_flags: list[str] = field(default_factory=list)
+    positional: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def world_size(self) -> int:
+        """GPUs the plan uses: SGLang tp·pp (dp-attention lives inside tp; plain dp multiplies);
+        vLLM tp·pp·dp."""
+        if self.engine == "sglang" and self.enable_dp_attention:
+            return self.tp * self.pp
+        return self.tp * self.pp * self.dp
+
+    @property
+    def attention_tp(self) -> int:
+        """Ranks one attention layer is split over (SGLang dp-attention divides tp by dp)."""
+        if self.engine == "sglang" and self.enable_dp_attention and self.dp > 0 and self.tp % self.dp == 0:
+            return self.tp // self.dp
+        return self.tp
+
+    @property
+    def effective_ep(self) -> int:
+        """Expert-parallel size: SGLang ``--ep-size``; vLLM ``--enable-expert-parallel`` → tp·dp."""
+        if self.engine == "vllm":
+            return self.tp * self.dp if self.enable_expert_parallel else 1
+        return self.ep
+
+    def _split_addr(self) -> tuple[str | None, int | None]:
+        addr = (self.dist_init_addr or "").strip()
+        if not addr:
+            return None, self.master_port
+        if addr.startswith("["):
+            host, _, rest = addr[1:].partition("]")
+            port_text = rest[1:] if rest.startswith(":") else ""
+        elif addr.count(":") == 1:
+            host, _, port_text = addr.partition(":")
+        else:
+            host, port_text = addr, ""
+        try:
+            port = int(port_text) if port_text else self.master_port
+        except ValueError:
+            port = None
+        return host or None, port
+
+    @property
+    def head_host(self) -> str | None:
+        """Host part of the rendezvous address (``--dist-init-addr`` / ``--master-addr``)."""
+        return self._split_addr()[0]
+
+    @property
+    def head_port(self) -> int | None:
+        """Port of the rendezvous address, when given."""
+        return self._split_addr()[1]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``launch`` fact."""
+        d = asdict(self)
+        d["world_size"] = self.world_size
+        d["attention_tp"] = self.attention_tp
+        d["ep"] = self.effective_ep
+        d["head_host"] = self.head_host
+        d["head_port"] = self.head_port
+        d["gpus_per_node"] = self.world_size // self.nnodes if self.nnodes > 0 and self.world_size % self.nnodes == 0 else None
+        return d
+
+
+def parse_env_file(path: str | Path) -> dict[str, str]:
+    """Read shell assignment lines (``export A=b``, ``A="b c"``, comments); raise LaunchError."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise LaunchError(f"--env-file {p}: cannot read ({exc.strerror or exc})") from None
+    env: dict[str, str] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            words = shlex.split(stripped, comments=True)
+        except ValueError as exc:
+            raise LaunchError(f"--env-file {p}:{lineno}: {exc} (fix the quoting)") from None
+        if words and words[0] == "export":
+            words = words[1:]
+        for word in words:
+            m = _ASSIGN_RE.match(word)
+            if m:
+                env[m.group(1)] = m.group(2)
+    return env
+
+
+def _split(argv: Sequence[str] | str) -> list[str]:
+    if isinstance(argv, str):
+        try:
+            return shlex.split(argv.replace("\\\n", " "))
+        except ValueError as exc:
+            raise LaunchError(f"launch command: {exc} (check the quoting)") from None
+    words = [w for w in argv if w != "\\"]
+    if len(words) == 1 and " " in words[0].strip():
+        return _split(words[0])
+    return words
+
+
+def _detect(words: list[str]) -> tuple[str, str, int]:
+    """Return (engine, entry description, index of the first engine argument)."""
+    i = 0
+    # wrappers that take no interesting arguments of their own
+    while i < len(words) and words[i] in ("env", "exec", "nohup", "time", "stdbuf"):
+        i += 1
+    if i >= len(words):
+        raise LaunchError("the launch command after `--` is empty; give it, e.g. `-- sglang serve --model-path …`")
+    head = os.path.basename(words[i])
+    rest = words[i + 1:]
+    if head in ("sglang", "vllm"):
+        if rest and rest[0] == "serve":
+            return head, f"{head} serve", i + 2
+        raise LaunchError(f"`{' '.join(words[i:i + 2])}`: k3doctor understands `{head} serve …`")
+    if re.match(r"^python(\d+(\.\d+)?)?$", head):
+        j = 0
+        while j < len(rest) and rest[j].startswith("-") and rest[j] != "-m":
+            j += 1
+        if j + 1 < len(rest) and rest[j] == "-m":
+            module = rest[j + 1]
+            if module in ("sglang.launch_server", "sglang.srt.server"):
+                return "sglang", f"python -m {module}", i + j + 3
+            if module in ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"):
+                return "vllm", f"python -m {module}", i + j + 3
+            if module in ("vllm.entrypoints.cli.main", "vllm") and rest[j + 2:j + 3] == ["serve"]:
+                return "vllm", f"python -m {module} serve", i + j + 4
+            raise LaunchError(
+                f"`python -m {module}` is not an engine k3doctor knows; it understands `sglang serve`, "
+                "`python -m sglang.launch_server`, `vllm serve` and `python -m vllm.entrypoints.openai.api_server`"
+            )
+    raise LaunchError(
+        f"`{words[i]}` is not an engine launch k3doctor knows; it understands `sglang serve`, "
+        "`python -m sglang.launch_server`, `vllm serve` and `python -m vllm.entrypoints.openai.api_server`"
+    )
+
+
+def _alias_table(engine: str) -> dict[str, tuple[str, str]]:
+    table: dict[str, tuple[str, str]] = {}
+    for name, (kind, per_engine) in _FIELDS.items():
+        for alias in per_engine.get(engine, ()):
+            table[alias] = (name, kind)
+    return table
+
+
+def _convert(kind: str, flag: str, raw: str, errors: list[str]) -> Any:
+    if kind == "int":
+        try:
+            value = int(raw)
+        except ValueError:
+            errors.append(f"{flag} {raw!r}: expected a whole number")
+            return None
+        if value < 0:
+            errors.append(f"{flag} {raw!r}: must not be negative")
+            return None
+        return value
+    if kind == "float":
+        try:
+            return float(raw)
+        except ValueError:
+            errors.append(f"{flag} {raw!r}: expected a number such as 0.85")
+            return None
+    if kind == "bool":
+        lowered = raw.lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        errors.append(f"{flag} {raw!r}: expected true or false")
+        return None
+    return raw
+
+
+def parse_launch(
+    argv: Sequence[str] | str,
+    *,
+    env_file: str | Path | None = None,
+    process_env: Mapping[str, str] | None = None,
+) -> LaunchSpec:
+    """Parse a launch command; see the module docstring."""
+    words = _split(argv)
+    assignments: dict[str, str] = {}
+    while words and _ASSIGN_RE.match(words[0]):
+        m = _ASSIGN_RE.match(words[0])
+        assert m is not None
+        assignments[m.group(1)] = m.group(2)
+        words = words[1:]
+    if not words or (words and words[0] == "env" and all(_ASSIGN_RE.match(w) for w in words[1:])):
+        raise LaunchError("the launch command after `--` is empty; give it, e.g. `-- sglang serve --model-path …`")
+    # `env A=1 B=2 cmd` form
+    if words[0] == "env":
+        words = words[1:]
+        while words and _ASSIGN_RE.match(words[0]):
+            m = _ASSIGN_RE.match(words[0])
+            assert m is not None
+            assignments[m.group(1)] = m.group(2)
+            words = words[1:]
+        words = ["env", *words]
+    engine, entry, start = _detect(words)
+    spec = LaunchSpec(engine=engine, entry=entry, argv=list(words))
+    file_env = parse_env_file(env_file) if env_file else {}
+    env: dict[str, str] = dict(process_env or {})
+    env.update(file_env)
+    env.update(assignments)
+    spec.env = env
+    spec.env_assignments = {**file_env, **assignments}
+
+    aliases = _alias_table(engine)
+    known_values = _KNOWN_VALUE_FLAGS[engine]
+    known_bools = _KNOWN_BOOL_FLAGS[engine]
+    args = words[start:]
+    seen: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        word = args[i]
+        i += 1
+        if not word.startswith("-") or word in ("-", "--"):
+            spec.positional.append(word)
+            continue
+        flag, eq, inline = word.partition("=")
+        has_next_value = i < len(args) and (not args[i].startswith("-") or _is_number(args[i]))
+        if flag in aliases:
+            name, kind = aliases[flag]
+            if kind == "bool":
+                value: Any = _convert("bool", flag, inline, spec.errors) if eq else True
+            else:
+                if eq:
+                    raw = inline
+                elif has_next_value:
+                    raw = args[i]
+                    i += 1
+                else:
+                    spec.errors.append(f"{flag}: missing value")
+                    continue
+                value = _convert(kind, flag, raw, spec.errors)
+            if value is None:
+                continue
+            if name in seen and seen[name] != flag and getattr(spec, name) != value:
+                spec.errors.append(f"{seen[name]} and {flag} both set {name} to different values")
+            seen[name] = flag
+            setattr(spec, name, value)
+            spec.flags[flag] = value if not isinstance(value, bool) else value
+            continue
+        if flag.startswith("--no-") and ("--" + flag[5:]) in aliases and aliases["--" + flag[5:]][1] == "bool":
+            name = aliases["--" + flag[5:]][0]
+            setattr(spec, name, False)
+            spec.flags[flag] = True
+            continue
+        if flag in known_bools:
+            spec.flags[flag] = True if not eq else inline
+            continue
+        if flag in known_values:
+            if eq:
+                spec.flags[flag] = inline
+            elif has_next_value:
+                spec.flags[flag] = args[i]
+                i += 1
+            else:
+                spec.errors.append(f"{flag}: missing value")
+            continue
+        # unknown flag: keep it; take the next word as its value if it does not look like a flag
+        spec.unknown_flags.append(flag)
+        if eq:
+            spec.flags[flag] = inline
+        elif has_next_value:
+            spec.flags[flag] = args[i]
+            i += 1
+        else:
+            spec.flags[flag] = True
+
+    if engine == "vllm" and spec.model is None and spec.positional:
+        spec.model = spec.positional.pop(0)
+    for name in ("tp", "pp", "dp", "dcp", "nnodes"):
+        if getattr(spec, name) == 0:
+            spec.errors.append(f"{name} = 0: parallel sizes must be at least 1")
+            setattr(spec, name, 1)
+    if spec.mem_fraction is not None and not 0.0 < spec.mem_fraction <= 1.0:
+        flag = "--mem-fraction-static" if engine == "sglang" else "--gpu-memory-utilization"
+        spec.errors.append(f"{flag} {spec.mem_fraction}: must be in (0, 1]")
+    if spec.node_rank >= spec.nnodes and spec.nnodes >= 1 and "node_rank" in seen:
+        spec.errors.append(f"--node-rank {spec.node_rank} with --nnodes {spec.nnodes}: node rank must be < nnodes")
+    return spec
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,263 @@
+"""Synthesise a checkpoint's tensor inventory from ``config.json`` alone (planning before download).
+
+Names, dtypes and shapes follow the released checkpoints (Kimi-K3: kimi-k3.md §2.3, byte-exact;
+DeepSeek/Kimi-K2 FP8-block with ``weight_scale_inv``; compressed-tensors INT4 ``weight_packed`` /
+``weight_scale`` / ``weight_shape``; NVFP4 ``weight`` / ``weight_scale`` / ``weight_scale_2`` /
+``input_scale``; gpt-oss ``*_blocks`` / ``*_scales`` / ``*_bias``; Mixtral ``w1/w2/w3``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+from typing import Iterator
+
+from .spec import ModelSpec
+
+__all__ = ["Tensor", "DTYPE_BYTES", "synthesise", "tensor_nbytes"]
+
+DTYPE_BYTES: dict[str, float] = {
+    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "F8_E4M3FNUZ": 1, "F8_E5M2FNUZ": 1,
+    "I16": 2, "U16": 2, "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
+    "C64": 8, "F4": 0.5, "F6_E2M3": 0.75, "F6_E3M2": 0.75,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Tensor:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    nbytes: int
+    shard: str = ""
+
+
+def tensor_nbytes(dtype: str, shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return int(n * DTYPE_BYTES.get(dtype, 2))
+
+
+def _t(name: str, dtype: str, shape: tuple[int, ...], shard: str = "") -> Tensor:
+    return Tensor(name, dtype, tuple(shape), tensor_nbytes(dtype, tuple(shape)), shard)
+
+
+def _lin(prefix: str, out: int, inp: int, q: str, block: tuple[int, int] = (128, 128), bias: bool = False,
+         shard: str = "") -> list[Tensor]:
+    """One Linear layer's tensors under quantisation scheme ``q``."""
+    ts: list[Tensor]
+    if q == "fp8_block":
+        ts = [_t(f"{prefix}.weight", "F8_E4M3", (out, inp), shard),
+              _t(f"{prefix}.weight_scale_inv", "F32", (ceil(out / block[0]), ceil(inp / block[1])), shard)]
+    elif q == "nvfp4":
+        ts = [_t(f"{prefix}.weight", "U8", (out, inp // 2), shard), _t(f"{prefix}.weight_scale", "F8_E4M3", (out, inp // 16), shard),
+              _t(f"{prefix}.weight_scale_2", "F32", (), shard), _t(f"{prefix}.input_scale", "F32", (), shard)]
+    elif q == "int4_ct":
+        ts = [_t(f"{prefix}.weight_packed", "I32", (out, inp // 8), shard), _t(f"{prefix}.weight_scale", "BF16", (out, inp // 32), shard),
+              _t(f"{prefix}.weight_shape", "I32", (2,), shard)]
+    elif q == "mxfp4_ct":
+        ts = [_t(f"{prefix}.weight_packed", "U8", (out, inp // 2), shard), _t(f"{prefix}.weight_scale", "U8", (out, inp // 32), shard)]
+    else:
+        ts = [_t(f"{prefix}.weight", "BF16", (out, inp), shard)]
+    if bias:
+        ts.append(_t(f"{prefix}.bias", "BF16", (out,), shard))
+    return ts
+
+
+def synthesise(spec: ModelSpec) -> list[Tensor]:
+    """The full tensor list the checkpoint described by ``spec`` carries."""
+    if spec.family == "kimi_k3":
+        return list(_kimi_k3(spec))
+    return list(_generic(spec))
+
+
+# ---------------------------------------------------------------------------------------------
+def _kimi_k3(s: ModelSpec) -> Iterator[Tensor]:
+    H, E, I, lat = s.hidden, s.experts, s.moe_intermediate, s.latent
+    nshards = s.layers + 3
+    sh = lambda n: f"model-{n:05d}-of-{nshards:06d}.safetensors"  # noqa: E731 - K3's 5/6-digit naming
+    kda_set = set(s.kda_layers)
+    P = s.kda_heads * s.kda_head_dim
+    nq = s.heads * (s.qk_nope + s.qk_rope)
+    for i in range(s.layers):
+        f = sh(i + 1)
+        p = f"language_model.model.layers.{i}."
+        for n in ("input_layernorm", "post_attention_layernorm", "self_attention_res_norm", "mlp_res_norm"):
+            yield _t(p + n + ".weight", "BF16", (H,), f)
+        yield _t(p + "self_attention_res_proj.weight", "BF16", (1, H), f)
+        yield _t(p + "mlp_res_proj.weight", "BF16", (1, H), f)
+        a = p + "self_attn."
+        yield _t(a + "g_proj.weight", "BF16", (s.heads * s.v_head, H), f)
+        yield _t(a + "o_proj.weight", "BF16", (H, s.heads * s.v_head), f)
+        if i in kda_set:
+            for n in ("q_proj", "k_proj", "v_proj"):
+                yield _t(a + n + ".weight", "BF16", (P, H), f)
+            for n in ("q_conv1d", "k_conv1d", "v_conv1d"):
+                yield _t(a + n + ".weight", "F32", (P, 1, s.kda_conv), f)
+            yield _t(a + "f_a_proj.weight", "BF16", (s.kda_head_dim, H), f)
+            yield _t(a + "f_b_proj.weight", "BF16", (P, s.kda_head_dim), f)
+            yield _t(a + "b_proj.weight", "BF16", (s.kda_heads, H), f)
+            yield _t(a + "dt_bias", "F32", (P,), f)
+            yield _t(a + "A_log", "F32", (s.kda_head_dim,), f)  # [128]: 96 real values + zero padding (S2/S3)
+            yield _t(a + "o_norm.weight", "F32", (s.kda_head_dim,), f)
+        else:
+            yield _t(a + "q_a_proj.weight", "BF16", (s.q_lora_rank, H), f)
+            yield _t(a + "q_a_layernorm.weight", "BF16", (s.q_lora_rank,), f)
+            yield _t(a + "q_b_proj.weight", "BF16", (nq, s.q_lora_rank), f)
+            yield _t(a + "kv_a_proj_with_mqa.weight", "BF16", (s.kv_lora_rank + s.qk_rope, H), f)
+            yield _t(a + "kv_a_layernorm.weight", "BF16", (s.kv_lora_rank,), f)
+            yield _t(a + "kv_b_proj.weight", "BF16", (s.heads * (s.qk_nope + s.v_head), s.kv_lora_rank), f)
+        if i < s.first_dense:
+            yield _t(p + "mlp.gate_proj.weight", "BF16", (s.intermediate, H), f)
+            yield _t(p + "mlp.up_proj.weight", "BF16", (s.intermediate, H), f)
+            yield _t(p + "mlp.down_proj.weight", "BF16", (H, s.intermediate), f)
+            continue
+        m = p + "block_sparse_moe."
+        yield _t(m + "gate.weight", "BF16", (E, H), f)
+        yield _t(m + "gate.e_score_correction_bias", "F32", (E,), f)
+        yield _t(m + "routed_expert_down_proj.weight", "BF16", (lat, H), f)
+        yield _t(m + "routed_expert_norm.weight", "BF16", (lat,), f)
+        yield _t(m + "routed_expert_up_proj.weight", "BF16", (H, lat), f)
+        S = s.shared_intermediate
+        if S:
+            yield _t(m + "shared_experts.gate_proj.weight", "BF16", (S, H), f)
+            yield _t(m + "shared_experts.up_proj.weight", "BF16", (S, H), f)
+            yield _t(m + "shared_experts.down_proj.weight", "BF16", (H, S), f)
+        for e in range(E):
+            x = f"{m}experts.{e}."
+            yield _t(x + "w1.weight_packed", "U8", (I, lat // 2), f)
+            yield _t(x + "w1.weight_scale", "U8", (I, lat // 32), f)
+            yield _t(x + "w3.weight_packed", "U8", (I, lat // 2), f)
+            yield _t(x + "w3.weight_scale", "U8", (I, lat // 32), f)
+            yield _t(x + "w2.weight_packed", "U8", (lat, I // 2), f)
+            yield _t(x + "w2.weight_scale", "U8", (lat, I // 32), f)
+    f = sh(s.layers + 1)
+    yield _t("language_model.lm_head.weight", "BF16", (s.vocab, H), f)
+    yield _t("language_model.model.embed_tokens.weight", "BF16", (s.vocab, H), f)
+    yield _t("language_model.model.norm.weight", "BF16", (H,), f)
+    yield _t("language_model.model.output_attn_res_norm.weight", "BF16", (H,), f)
+    yield _t("language_model.model.output_attn_res_proj.weight", "BF16", (1, H), f)
+    if s.vision:
+        v = (s.raw.get("vision_config") or {}) if isinstance(s.raw, dict) else {}
+        vh = int(v.get("vt_hidden_size", 1024))
+        vi = int(v.get("vt_intermediate_size", 4096))
+        qkv = int(v.get("qkv_hidden_size", 1536))
+        nblk = int(v.get("vt_num_hidden_layers", v.get("num_hidden_layers", 27)))
+        patch = int(v.get("patch_size", 14))
+        mk = v.get("merge_kernel_size", [2, 2])
+        mmh = int(v.get("mm_hidden_size", vh)) * int(mk[0]) * int(mk[1])
+        f = sh(s.layers + 2)
+        yield _t("mm_projector.post_norm.weight", "BF16", (H,), f)
+        yield _t("mm_projector.proj.0.weight", "BF16", (mmh, mmh), f)
+        yield _t("mm_projector.proj.2.weight", "BF16", (H, mmh), f)
+        f = sh(s.layers + 3)
+        for b in range(nblk):
+            x = f"vision_tower.encoder.blocks.{b}."
+            yield _t(x + "wqkv.weight", "BF16", (3 * qkv, vh), f)
+            yield _t(x + "wo.weight", "BF16", (vh, qkv), f)
+            yield _t(x + "mlp.fc0.weight", "BF16", (vi, vh), f)
+            yield _t(x + "mlp.fc1.weight", "BF16", (vh, vi), f)
+            yield _t(x + "norm0.weight", "BF16", (vh,), f)
+            yield _t(x + "norm1.weight", "BF16", (vh,), f)
+        yield _t("vision_tower.encoder.final_layernorm.weight", "BF16", (vh,), f)
+        yield _t("vision_tower.patch_embed.pos_emb.weight", "BF16", (64, 64, vh), f)
+        yield _t("vision_tower.patch_embed.proj.weight", "BF16", (vh, 3, patch, patch), f)
+
+
+# ---------------------------------------------------------------------------------------------
+def _generic(s: ModelSpec) -> Iterator[Tensor]:
+    H = s.hidden
+    q = s.quant
+    blk = s.quant_block
+    # which parts are quantised
+    q_attn = q if q in ("fp8_block",) else "bf16"
+    q_dense = q if q in ("fp8_block", "nvfp4") else "bf16"
+    q_shared = q if q in ("fp8_block", "nvfp4") else "bf16"
+    q_exp = q if q in ("fp8_block", "nvfp4", "int4_ct", "mxfp4_ct") else "bf16"
+    total_layers = s.layers + s.mtp_layers
+    moe_set = set(s.moe_layers) | set(range(s.layers, total_layers)) if s.is_moe else set()
+    for i in range(total_layers):
+        p = f"model.layers.{i}."
+        yield _t(p + "input_layernorm.weight", "BF16", (H,))
+        yield _t(p + "post_attention_layernorm.weight", "BF16", (H,))
+        a = p + "self_attn."
+        if s.mla:
+            nq = s.heads * (s.qk_nope + s.qk_rope)
+            if s.q_lora_rank:
+                yield from _lin(a + "q_a_proj", s.q_lora_rank, H, q_attn, blk)
+                yield _t(a + "q_a_layernorm.weight", "BF16", (s.q_lora_rank,))
+                yield from _lin(a + "q_b_proj", nq, s.q_lora_rank, q_attn, blk)
+            else:
+                yield from _lin(a + "q_proj", nq, H, q_attn, blk)
+            yield from _lin(a + "kv_a_proj_with_mqa", s.kv_lora_rank + s.qk_rope, H, q_attn, blk)
+            yield _t(a + "kv_a_layernorm.weight", "BF16", (s.kv_lora_rank,))
+            yield from _lin(a + "kv_b_proj", s.heads * (s.qk_nope + s.v_head), s.kv_lora_rank, q_attn, blk)
+            yield from _lin(a + "o_proj", H, s.heads * s.v_head, q_attn, blk)
+        else:
+            hd = s.head_dim
+            yield from _lin(a + "q_proj", s.heads * hd, H, q_attn, blk, bias=s.attn_bias)
+            yield from _lin(a + "k_proj", s.kv_heads * hd, H, q_attn, blk, bias=s.attn_bias)
+            yield from _lin(a + "v_proj", s.kv_heads * hd, H, q_attn, blk, bias=s.attn_bias)
+            yield from _lin(a + "o_proj", H, s.heads * hd, q_attn, blk, bias=s.family == "gpt_oss")
+            if s.qk_norm:
+                yield _t(a + "q_norm.weight", "BF16", (hd,))
+                yield _t(a + "k_norm.weight", "BF16", (hd,))
+            if s.family == "gpt_oss":
+                yield _t(a + "sinks", "BF16", (s.heads,))
+        if i >= s.layers and s.family in ("deepseek", "glm4_moe"):  # MTP block extras
+            yield _t(p + "enorm.weight", "BF16", (H,))
+            yield _t(p + "hnorm.weight", "BF16", (H,))
+            yield _t(p + "eh_proj.weight", "BF16", (H, 2 * H))
+            yield _t(p + "shared_head.norm.weight", "BF16", (H,))
+            if s.family == "glm4_moe":
+                yield _t(p + "shared_head.head.weight", "BF16", (s.vocab, H))
+                yield _t(p + "embed_tokens.weight", "BF16", (s.vocab, H))
+        if i not in moe_set:
+            m = p + "mlp."
+            yield from _lin(m + "gate_proj", s.intermediate, H, q_dense, blk)
+            yield from _lin(m + "up_proj", s.intermediate, H, q_dense, blk)
+            yield from _lin(m + "down_proj", H, s.intermediate, q_dense, blk)
+            continue
+        I, E = s.moe_intermediate, s.experts
+        if s.family == "gpt_oss":
+            m = p + "mlp."
+            yield _t(m + "router.weight", "BF16", (E, H))
+            yield _t(m + "router.bias", "BF16", (E,))
+            yield _t(m + "experts.gate_up_proj_blocks", "U8", (E, 2 * I, H // 32, 16))
+            yield _t(m + "experts.gate_up_proj_scales", "U8", (E, 2 * I, H // 32))
+            yield _t(m + "experts.gate_up_proj_bias", "BF16", (E, 2 * I))
+            yield _t(m + "experts.down_proj_blocks", "U8", (E, H, I // 32, 16))
+            yield _t(m + "experts.down_proj_scales", "U8", (E, H, I // 32))
+            yield _t(m + "experts.down_proj_bias", "BF16", (E, H))
+            continue
+        if s.family == "mixtral":
+            m = p + "block_sparse_moe."
+            yield _t(m + "gate.weight", "BF16", (E, H))
+            for e in range(E):
+                x = f"{m}experts.{e}."
+                yield from _lin(x + "w1", I, H, q_exp, blk)
+                yield from _lin(x + "w2", H, I, q_exp, blk)
+                yield from _lin(x + "w3", I, H, q_exp, blk)
+            continue
+        m = p + "mlp."
+        yield _t(m + "gate.weight", "BF16", (E, H))
+        if s.family in ("deepseek", "glm4_moe"):
+            yield _t(m + "gate.e_score_correction_bias", "F32", (E,))
+        if s.shared_intermediate:
+            sname = "shared_expert" if s.family == "qwen_moe" else "shared_experts"
+            S = s.shared_intermediate
+            yield from _lin(f"{m}{sname}.gate_proj", S, H, q_shared, blk)
+            yield from _lin(f"{m}{sname}.up_proj", S, H, q_shared, blk)
+            yield from _lin(f"{m}{sname}.down_proj", H, S, q_shared, blk)
+            if s.family == "qwen_moe":
+                yield _t(m + "shared_expert_gate.weight", "BF16", (1, H))
+        for e in range(E):
+            x = f"{m}experts.{e}."
+            yield from _lin(x + "gate_proj", I, H, q_exp, blk)
+            yield from _lin(x + "up_proj", I, H, q_exp, blk)
+            yield from _lin(x + "down_proj", H, I, q_exp, blk)
+    yield _t("model.embed_tokens.weight", "BF16", (s.vocab, H))
+    yield _t("model.norm.weight", "BF16", (H,))
+    if not s.tie_embeddings:
+        yield _t("lm_head.weight", "BF16", (s.vocab, H))

@@ -1,0 +1,1 @@
+"""Probes: the only code that touches the machine. Each returns plain JSON-serialisable facts."""

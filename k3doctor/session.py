@@ -1,0 +1,146 @@
+"""Build the fact set for a run from the three sources (live, snapshot, target) plus a launch.
+
+Shared by ``check``, ``snapshot``, ``demo`` and ``plan`` so that every command understands the
+same options the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .facts import DEFAULT_PROBE_TIMEOUT, Facts, SnapshotError, load_snapshot
+from .launch import LaunchError, parse_launch
+from .targets import TargetError, get_target, gpu_fact_for_target
+
+__all__ = ["SessionOptions", "InputError", "build_facts", "node_label", "merge_node_reports"]
+
+
+class InputError(ValueError):
+    """Bad user input (snapshot, target, launch, options): a one-line message, exit code 2."""
+
+
+@dataclass
+class SessionOptions:
+    """Everything the commands accept that shapes the facts."""
+
+    snapshots: Sequence[str] = ()
+    target: str | None = None
+    gpus: int | None = None
+    launch: Sequence[str] = ()
+    launch_given: bool = False
+    env_file: str | None = None
+    probe_timeout: float = DEFAULT_PROBE_TIMEOUT
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def _parse_launch_fact(opts: SessionOptions, process_env: dict[str, str] | None) -> dict[str, Any] | None:
+    if not opts.launch_given and not opts.launch:
+        if opts.env_file:
+            raise InputError("--env-file needs a launch command after `--`")
+        return None
+    try:
+        return parse_launch(list(opts.launch), env_file=opts.env_file, process_env=process_env).to_dict()
+    except LaunchError as exc:
+        raise InputError(str(exc)) from None
+
+
+def build_facts(opts: SessionOptions, *, snapshot_doc: dict[str, Any] | None = None) -> Facts:
+    """Facts for one node. ``snapshot_doc`` overrides ``opts.snapshots`` (multi-snapshot runs)."""
+    if opts.target and (opts.snapshots or snapshot_doc):
+        raise InputError("--target and --snapshot are alternatives: a snapshot already says what the GPUs are")
+    options = dict(opts.options)
+    if snapshot_doc is None and opts.snapshots:
+        snapshot_doc = load_snapshot_or_fail(opts.snapshots[0])
+    if snapshot_doc is not None:
+        facts = Facts(snapshot_doc["facts"], live=False, options=options,
+                      source=f"snapshot {snapshot_doc.get('_path', '')}".strip())
+        process_env = snapshot_doc["facts"].get("env") or {}
+    elif opts.target:
+        try:
+            target = get_target(opts.target)
+        except TargetError as exc:
+            raise InputError(str(exc)) from None
+        if opts.gpus is not None and opts.gpus < 1:
+            raise InputError(f"--gpus {opts.gpus}: must be at least 1")
+        facts = Facts({"gpu": gpu_fact_for_target(target, opts.gpus)}, live=False, options=options,
+                      source=f"target {target.name}")
+        process_env = {}
+    else:
+        facts = Facts(live=True, options=options, probe_timeout=opts.probe_timeout, source="live")
+        process_env = dict(os.environ)
+    launch = _parse_launch_fact(opts, process_env)
+    if launch is not None:
+        from .probes.host import engine_env
+
+        facts.set("launch", launch)
+        # the engine sees the launch's effective environment (process/snapshot env + pins)
+        facts.set("env", engine_env(launch["env"]))
+    return facts
+
+
+def load_snapshot_or_fail(path: str) -> dict[str, Any]:
+    """Load a snapshot or raise :class:`InputError` with the one-line reason."""
+    try:
+        doc = load_snapshot(path)
+    except SnapshotError as exc:
+        raise InputError(str(exc)) from None
+    doc["_path"] = str(path)
+    return doc
+
+
+def node_label(doc: dict[str, Any], index: int) -> str:
+    """``node=<hostname>`` (or the launch's node rank, or the file's position)."""
+    facts = doc.get("facts", {})
+    host = (facts.get("host") or {}).get("hostname") or doc.get("hostname")
+    if host:
+        return str(host)
+    launch = facts.get("launch") or {}
+    if "node_rank" in launch:
+        return f"rank{launch['node_rank']}"
+    return Path(str(doc.get("_path", f"snapshot{index}"))).stem
+
+
+def merge_node_reports(per_node: list[tuple[str, Any]], cluster_report: Any | None) -> Any:
+    """One report from several node reports: findings tagged with the node; statuses merged."""
+    from dataclasses import replace
+
+    from .model import CheckResult, Status
+    from .runner import Report
+
+    order = [Status.CRASH, Status.FAIL, Status.PASS, Status.SKIP]
+    merged: dict[str, CheckResult] = {}
+    for label, report in per_node:
+        for r in report.results:
+            tagged = tuple(
+                replace(f, subject=f"node={label}" + (f" {f.subject}" if f.subject else "")) for f in r.findings
+            )
+            prev = merged.get(r.code)
+            if prev is None:
+                merged[r.code] = replace(r, findings=tagged, reason=(f"{label}: {r.reason}" if r.reason else ""))
+                continue
+            status = min(prev.status, r.status, key=order.index)
+            reason = "; ".join(x for x in (prev.reason, f"{label}: {r.reason}" if r.reason else "") if x)
+            merged[r.code] = replace(prev, status=status, reason=reason, findings=prev.findings + tagged,
+                                     duration_s=prev.duration_s + r.duration_s)
+    if cluster_report is not None:
+        for r in cluster_report.results:
+            merged[r.code] = r
+    first = per_node[0][1] if per_node else cluster_report
+    duration = sum(rep.duration_s for _, rep in per_node) + (cluster_report.duration_s if cluster_report else 0.0)
+    return Report(results=list(merged.values()), duration_s=duration, source=f"{len(per_node)} snapshots",
+                  fail_on=first.fail_on)
+
+
+def progress_printer(enabled: bool) -> Callable[[str], None]:
+    """A callback that prints one progress line to stderr (or does nothing)."""
+    import sys
+
+    def _print(msg: str) -> None:
+        if enabled:
+            sys.stderr.write(f"k3doctor: {msg}\n")
+            sys.stderr.flush()
+
+    return _print
