@@ -47,7 +47,7 @@ def derive_capabilities(device: Mapping[str, Any], cluster_uuid_nonzero: bool | 
 
     * ``fp8``: native FP8 tensor cores from compute capability 8.9 (Ada, Hopper, Blackwell);
     * ``fp4``: native FP4 (NVFP4/MXFP4) tensor cores from compute-capability major 10 (Blackwell);
-    * ``nvlink_domain``: ``"mnnvl"`` (the NVLink domain spans nodes: GB200/GB300 NVL-class, or an
+    * ``nvlink_domain``: ``"multi-node"`` (the NVLink domain spans nodes: GB200/GB300 NVL-class, or an
       NVML fabric with a non-zero cluster UUID), ``"node"`` (NVLink inside this node), ``"none"``
       (NVML reports NVLink unsupported: PCIe only) or ``None`` (unknown).
     """
@@ -64,7 +64,7 @@ def derive_capabilities(device: Mapping[str, Any], cluster_uuid_nonzero: bool | 
     if any(marker in name.upper() for marker in _MNNVL_NAMES) or (
         cluster_uuid_nonzero and fabric.get("state") == "COMPLETED"
     ):
-        domain = "mnnvl"
+        domain = "multi-node"
     elif nvlink.get("supported") and (nvlink.get("total") or 0) > 0:
         domain = "node"
     elif nvlink.get("supported") is False:
@@ -118,6 +118,8 @@ def probe_gpu(ctx: Any = None) -> dict[str, Any]:
         return _failed(f"nvmlInit failed: {exc}")
     except OSError as exc:  # pragma: no cover - ctypes load problems not mapped by pynvml
         return _failed(f"cannot load libnvidia-ml.so.1: {exc}")
+    except Exception as exc:  # noqa: BLE001 - e.g. a foreign module shadowing ``pynvml``
+        return _failed(f"nvmlInit failed: {type(exc).__name__}: {exc}")
     try:
         return _read_all(pynvml)
     finally:
@@ -269,8 +271,17 @@ def _read_memory(pynvml: Any, handle: Any, device: dict[str, Any], q: Callable[[
 
 
 def _read_nvlink(pynvml: Any, handle: Any, errors: list[str]) -> dict[str, Any]:
-    """Count NVLinks: ``total`` links NVML answers for, ``active`` those in state enabled."""
-    max_links = int(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18))
+    """Count NVLinks: ``total`` links NVML answers for, ``active`` those in state enabled.
+
+    The device's link count (field ``NVML_FI_DEV_NVLINK_LINK_COUNT``; 18 on Hopper SXM) bounds the
+    loop when NVML gives it, so a binding whose ``NVML_NVLINK_MAX_LINKS`` is larger (36) never
+    counts links the GPU does not have.
+    """
+    max_links = _nvlink_link_count(pynvml, handle)
+    if max_links == 0:
+        return {"supported": False, "active": 0, "total": 0}
+    if max_links is None:
+        max_links = int(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18))
     total = active = 0
     failures: set[str] = set()
     for link in range(max_links):
@@ -291,6 +302,20 @@ def _read_nvlink(pynvml: Any, handle: Any, errors: list[str]) -> dict[str, Any]:
     if total == 0 and failures:
         return {"supported": None, "active": None, "total": None}
     return {"supported": total > 0, "active": active, "total": total}
+
+
+def _nvlink_link_count(pynvml: Any, handle: Any) -> int | None:
+    field = getattr(pynvml, "NVML_FI_DEV_NVLINK_LINK_COUNT", None)
+    get_fields = getattr(pynvml, "nvmlDeviceGetFieldValues", None)
+    if field is None or get_fields is None:
+        return None
+    try:
+        value = get_fields(handle, [field])[0]
+        if int(value.nvmlReturn) != 0:
+            return None
+        return int(value.value.uiVal)
+    except Exception:  # noqa: BLE001 - optional refinement; the loop below still works
+        return None
 
 
 def _read_fabric(
@@ -484,8 +509,8 @@ def _device_from_reading(raw: Mapping[str, Any], index: int, smi_blocks: Mapping
     for key in ("pcie_gen", "pcie_max_gen", "pcie_width", "pcie_max_width"):
         device[key] = get(key)
     if device["pcie_max_width"] is None:
-        pci = raw.get("pci") if isinstance(raw.get("pci"), Mapping) else {}
-        bus = str(pci.get("busId") or "").upper()
+        pci = raw.get("pci")
+        bus = str(pci.get("busId") or "").upper() if isinstance(pci, Mapping) else ""
         block = smi_blocks.get(bus)
         if block is None and len(smi_blocks) == 1 and int(index) == 0:
             block = next(iter(smi_blocks.values()))
