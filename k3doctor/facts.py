@@ -243,9 +243,11 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
     except OSError as exc:
         raise SnapshotError(f"{p}: cannot read ({exc.strerror or exc})") from None
     try:
-        doc = json.loads(raw)
+        text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise SnapshotError(f"{p}: not UTF-8 text; expected the JSON written by `k3doctor snapshot`") from None
+    try:
+        doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SnapshotError(
             f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "

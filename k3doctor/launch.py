@@ -98,7 +98,7 @@ _KNOWN_VALUE_FLAGS: dict[str, frozenset[str]] = {
         "--ep-num-redundant-experts", "--moe-dense-tp-size", "--cuda-graph-bs", "--stream-interval",
         "--watchdog-timeout", "--grammar-backend", "--sampling-backend", "--json-model-override-args",
         "--max-total-tokens", "--random-seed", "--nsa-prefill-backend", "--nsa-decode-backend",
-        "--deepep-mode", "--init-expert-location", "--eplb-algorithm", "--weight-loader-prefetch-checkpoints",
+        "--deepep-mode", "--init-expert-location", "--eplb-algorithm",
         "--file-storage-path", "--base-gpu-id", "--gpu-id-step", "--tokenizer-mode",
     }),
     "vllm": frozenset({
@@ -121,7 +121,7 @@ _KNOWN_BOOL_FLAGS: dict[str, frozenset[str]] = {
         "--enable-linear-replayssm-spec", "--disable-overlap-schedule", "--enable-deepep-moe",
         "--enable-ep-moe", "--enable-flashinfer-allreduce-fusion", "--enable-expert-distribution-metrics",
         "--log-requests", "--show-time-cost", "--enable-piecewise-cuda-graph", "--disable-shared-experts-fusion",
-        "--enable-multimodal", "--skip-tokenizer-init", "--allow-auto-truncate",
+        "--enable-multimodal", "--skip-tokenizer-init", "--allow-auto-truncate", "--weight-loader-prefetch-checkpoints",
     }),
     "vllm": frozenset({
         "--enable-auto-tool-choice", "--disable-custom-all-reduce", "--enable-prefix-caching",
