@@ -158,14 +158,15 @@ class Facts:
         return default if value is None else value
 
     def get(self, name: str) -> Any:
-        with self._lock:
-            if name in self._values:
-                return self._values[name]
-            if name in self.errors:
-                raise self.errors[name]
-            if not (self.live and name in self.probes):
-                raise Skip(self._why_missing(name))
-            return self._probe(name)
+        # No lock while probing: a probe runs in its own thread and may read other facts
+        # through ``ctx.facts.get`` (the runner itself is single-threaded).
+        if name in self._values:
+            return self._values[name]
+        if name in self.errors:
+            raise self.errors[name]
+        if not (self.live and name in self.probes):
+            raise Skip(self._why_missing(name))
+        return self._probe(name)
 
     def _why_missing(self, name: str) -> str:
         hints = {

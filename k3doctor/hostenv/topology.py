@@ -43,7 +43,17 @@ def engine(facts: Any) -> str | None:
     return None
 
 
+def _option(facts: Any, name: str) -> Any:
+    try:
+        return facts.option(name)
+    except Exception:  # noqa: BLE001 - a facts object without options
+        return None
+
+
 def nnodes(facts: Any) -> int | None:
+    n = _int(_option(facts, "nnodes"))
+    if n:
+        return n
     launch = optional(facts, "launch")
     if isinstance(launch, Mapping):
         n = _int(launch.get("nnodes"))
@@ -56,6 +66,9 @@ def nnodes(facts: Any) -> int | None:
 
 
 def node_rank(facts: Any) -> int | None:
+    r = _int(_option(facts, "node_rank"))
+    if r is not None:
+        return r
     launch = optional(facts, "launch")
     if isinstance(launch, Mapping):
         return _int(launch.get("node_rank"))

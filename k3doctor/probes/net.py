@@ -12,7 +12,9 @@
 
     {addr, host, port, resolved: [ip], loopback: bool, source_ip, interface, reachable, bindable,
      error,
-     role ("head"|"worker"), node_rank, side ("head"|"network"|"this node"|None)}   # additions
+     role ("head"|"worker"), node_rank, side ("head"|"network"|"this node"|None),
+     error_kind ("bad_address"|"unresolved"|"no_route"|"port_in_use"|"addr_not_local"|
+                 "privileged_port"|"bind_failed"|"refused"|"timeout"|None)}   # additions
 
 Options read: ``dist_init_addr`` (``HOST:PORT``; else the ``launch`` fact's ``dist_init_addr``),
 ``node_rank`` (else the launch's), ``connect_timeout`` (seconds, default 3).
@@ -25,11 +27,11 @@ from __future__ import annotations
 import errno
 import os
 import socket
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from ..hostenv.netinfo import ARPHRD_LOOPBACK, interface_kind, is_loopback_ip, parse_hostport, parse_route_table, route_lookup
 
-__all__ = ["probe_net", "probe_rendezvous", "scan_interfaces", "scan_infiniband", "resolve_host", "local_addresses"]
+__all__ = ["known_fact", "route_table_interface", "default_route_interface", "probe_net", "probe_rendezvous", "scan_interfaces", "scan_infiniband", "resolve_host", "local_addresses"]
 
 _DNS_TIMEOUT = 3.0
 
@@ -38,6 +40,18 @@ def _bounded(fn: Callable[[], Any], timeout: float, what: str) -> Any:
     from ..facts import call_with_timeout
 
     return call_with_timeout(fn, timeout, what)
+
+
+def known_fact(ctx: Any, name: str) -> Any:
+    """A fact already gathered (never probes: the runner holds the facts lock while a probe runs,
+    so ``ctx.facts.get`` from inside a probe thread would wait on it)."""
+    facts = getattr(ctx, "facts", None)
+    if facts is None:
+        return None
+    try:
+        return facts.known().get(name)
+    except Exception:  # noqa: BLE001 - a facts object without known(): treat as unknown
+        return None
 
 
 def _read(path: str) -> str | None:
@@ -89,7 +103,7 @@ def scan_interfaces(
     stats = stats or {}
     base = os.path.join(sys_root, "class", "net")
     try:
-        names = sorted(os.listdir(base))
+        names = sorted(n for n in os.listdir(base) if not n.startswith("."))
     except OSError as exc:
         names = []
         errors.append(f"cannot list {base}: {exc.strerror or exc}")
@@ -152,13 +166,13 @@ def scan_infiniband(sys_root: str = "/sys") -> tuple[list[dict[str, Any]], list[
     if not os.path.isdir(base):
         return [], errors
     try:
-        hcas = sorted(os.listdir(base))
+        hcas = sorted(n for n in os.listdir(base) if not n.startswith("."))
     except OSError as exc:
         return [], [f"cannot list {base}: {exc.strerror or exc}"]
     out: list[dict[str, Any]] = []
     for hca in hcas:
         try:
-            netdevs = sorted(os.listdir(os.path.join(base, hca, "device", "net")))
+            netdevs = sorted(n for n in os.listdir(os.path.join(base, hca, "device", "net")) if not n.startswith("."))
         except OSError:
             netdevs = []
         ports_dir = os.path.join(base, hca, "ports")
@@ -228,7 +242,7 @@ def probe_net(ctx: Any, sys_root: str = "/sys") -> dict[str, Any]:
     }
 
 
-def local_addresses(interfaces: list[Mapping[str, Any]]) -> dict[str, str]:
+def local_addresses(interfaces: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """ip -> interface name for every address on this node."""
     out: dict[str, str] = {}
     for itf in interfaces:
@@ -253,12 +267,7 @@ def source_route(ip: str) -> tuple[str | None, str]:
 def _settings(ctx: Any) -> tuple[str | None, int | None, float]:
     addr = ctx.option("dist_init_addr")
     node_rank = ctx.option("node_rank")
-    launch: Mapping[str, Any] | None = None
-    if ctx.facts is not None:
-        try:
-            launch = ctx.facts.get("launch") if ctx.facts.has("launch") else None
-        except Exception:  # noqa: BLE001 - no launch or a broken one: use the options alone
-            launch = None
+    launch = known_fact(ctx, "launch")
     if isinstance(launch, Mapping):
         addr = addr or launch.get("dist_init_addr")
         if node_rank is None:
@@ -276,22 +285,23 @@ def _settings(ctx: Any) -> tuple[str | None, int | None, float]:
 
 
 def rendezvous(addr: str, node_rank: int | None, *, timeout: float = 3.0,
-               interfaces: list[Mapping[str, Any]] | None = None, proc_root: str = "/proc") -> dict[str, Any]:
+               interfaces: Sequence[Mapping[str, Any]] | None = None, proc_root: str = "/proc") -> dict[str, Any]:
     """The ``rendezvous`` fact for ``addr`` (``HOST:PORT``) seen from this node."""
     out: dict[str, Any] = {
         "addr": addr, "host": None, "port": None, "resolved": [], "loopback": False,
         "source_ip": None, "interface": None, "reachable": None, "bindable": None, "error": None,
-        "role": None, "node_rank": node_rank, "side": None,
+        "role": None, "node_rank": node_rank, "side": None, "error_kind": None,
     }
     host, port, err = parse_hostport(addr)
     out["host"], out["port"] = host or None, port
     if err:
-        out["error"], out["side"] = err, "this node"
+        out["error"], out["side"], out["error_kind"] = err, "this node", "bad_address"
         return out
     resolved, err = resolve_host(host)
     out["resolved"] = resolved
     if err or not resolved:
         out["error"], out["side"] = err or f"{host!r} resolves to no address", "this node"
+        out["error_kind"] = "unresolved"
         return out
     out["loopback"] = all(is_loopback_ip(ip) for ip in resolved)
     if interfaces is None:
@@ -300,17 +310,18 @@ def rendezvous(addr: str, node_rank: int | None, *, timeout: float = 3.0,
     target = next((ip for ip in resolved if ":" not in ip), resolved[0])
     src, err = source_route(target)
     if src is None:
-        out["error"], out["side"] = err, "network"
+        out["error"], out["side"], out["error_kind"] = err, "network", "no_route"
         return out
     out["source_ip"] = src
     out["interface"] = local.get(src) or ("lo" if is_loopback_ip(src) else None)
     if out["interface"] is None:
-        out["interface"] = _route_table_interface(target, proc_root)
+        out["interface"] = route_table_interface(target, proc_root)
     is_local = any(ip in local for ip in resolved) or out["loopback"]
     role = "head" if (node_rank == 0 if node_rank is not None else is_local) else "worker"
     out["role"] = role
     if port is None:
         out["error"], out["side"] = f"no port in {addr!r} (expected HOST:PORT)", "this node"
+        out["error_kind"] = "bad_address"
         return out
     if role == "head":
         out.update(_try_bind(target, port))
@@ -328,14 +339,14 @@ def _try_bind(ip: str, port: int) -> dict[str, Any]:
         return {"bindable": True}
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
-            why = f"port {port} is already in use on this node (another server or a previous run still up)"
+            kind, why = "port_in_use", f"port {port} is already in use on this node (another server or a previous run still up)"
         elif exc.errno == errno.EADDRNOTAVAIL:
-            why = f"{ip} is not an address of this node, yet this node is rank 0 (the head)"
+            kind, why = "addr_not_local", f"{ip} is not an address of this node, yet this node is rank 0 (the head)"
         elif exc.errno == errno.EACCES:
-            why = f"binding port {port} needs privileges (ports < 1024)"
+            kind, why = "privileged_port", f"binding port {port} needs privileges (ports < 1024)"
         else:
-            why = f"cannot bind {ip}:{port}: {exc.strerror or exc}"
-        return {"bindable": False, "error": why, "side": "head"}
+            kind, why = "bind_failed", f"cannot bind {ip}:{port}: {exc.strerror or exc}"
+        return {"bindable": False, "error": why, "side": "head", "error_kind": kind}
 
 
 def _try_connect(ip: str, port: int, timeout: float) -> dict[str, Any]:
@@ -343,13 +354,13 @@ def _try_connect(ip: str, port: int, timeout: float) -> dict[str, Any]:
         with socket.create_connection((ip, port), timeout=timeout):
             return {"reachable": True}
     except ConnectionRefusedError:
-        return {"reachable": False, "side": "head",
+        return {"reachable": False, "side": "head", "error_kind": "refused",
                 "error": f"{ip}:{port} refused the connection: nothing listens there yet (start the head, node rank 0, first)"}
     except socket.timeout:
-        return {"reachable": False, "side": "network",
+        return {"reachable": False, "side": "network", "error_kind": "timeout",
                 "error": f"no answer from {ip}:{port} within {timeout:g} s (firewall, security group or wrong subnet)"}
     except OSError as exc:
-        return {"reachable": False, "side": "network", "error": f"cannot connect to {ip}:{port}: {exc.strerror or exc}"}
+        return {"reachable": False, "side": "network", "error_kind": "no_route", "error": f"cannot connect to {ip}:{port}: {exc.strerror or exc}"}
 
 
 def probe_rendezvous(ctx: Any) -> dict[str, Any]:
@@ -359,17 +370,13 @@ def probe_rendezvous(ctx: Any) -> dict[str, Any]:
     addr, node_rank, timeout = _settings(ctx)
     if not addr:
         raise Skip("no rendezvous address (pass --dist-init-addr HOST:PORT or a launch command with one)")
-    interfaces = None
-    if ctx.facts is not None:
-        try:
-            net = ctx.facts.get("net") if ctx.facts.has("net") else None
-            interfaces = net.get("interfaces") if isinstance(net, Mapping) else None
-        except Exception:  # noqa: BLE001 - fall back to a fresh scan
-            interfaces = None
+    net = known_fact(ctx, "net")
+    interfaces = net.get("interfaces") if isinstance(net, Mapping) else None
     return rendezvous(addr, node_rank, timeout=timeout, interfaces=interfaces)
 
 
-def _route_table_interface(ip: str, proc_root: str) -> str | None:
+def route_table_interface(ip: str, proc_root: str = "/proc") -> str | None:
+    """The interface of the longest-prefix IPv4 route to ``ip`` in ``<proc_root>/net/route``."""
     try:
         with open(os.path.join(proc_root, "net", "route"), encoding="ascii", errors="replace") as fh:
             r = route_lookup(ip, parse_route_table(fh.read()))
