@@ -120,8 +120,11 @@ class Check:
 class FactsLike:  # pragma: no cover - typing aid only
     """What ``run`` receives: ``get(name)`` returns the fact or raises Skip; ``has(name)``."""
 
-    def get(self, name: str) -> Any: ...
+    def get(self, name: str) -> Any:
+        raise NotImplementedError
 
-    def has(self, name: str) -> bool: ...
+    def has(self, name: str) -> bool:
+        raise NotImplementedError
 
-    def option(self, name: str, default: Any = None) -> Any: ...
+    def option(self, name: str, default: Any = None) -> Any:
+        raise NotImplementedError

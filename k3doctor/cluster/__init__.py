@@ -80,6 +80,9 @@ class ClusterOptions:
     nccl: bool = False
     bind_all: bool = False
     gloo_ifname: str | None = None
+    #: extra arguments for ``python -m k3doctor.cluster.nccl_test`` (CI without GPUs:
+    #: ``("--backend", "gloo", "--nprocs", "2", "--sizes", "64K")``)
+    nccl_args: tuple[str, ...] = ()
 
 
 def gather(local_snapshot: dict[str, Any], opts: ClusterOptions, progress: Progress | None = None) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+import sys
 from typing import Any, Mapping
 
 __all__ = [
@@ -38,7 +40,12 @@ class ClusterUnavailable(Exception):
 
 
 def require_torch() -> None:
-    """Raise :class:`ClusterUnavailable` unless torch.distributed with Gloo can be imported."""
+    """Raise :class:`ClusterUnavailable` unless torch.distributed with Gloo can be imported.
+
+    When torch is not imported yet, c10d's C++ warnings (socket retries while nodes are still
+    starting) are silenced for this process and its children: the outcome is reported as data."""
+    if "torch" not in sys.modules:
+        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     try:
         import torch.distributed as dist
     except Exception as exc:  # noqa: BLE001 - ImportError or a broken install
@@ -72,7 +79,7 @@ def default_store_port(engine_port: int) -> int:
     return engine_port + 1 if engine_port < 65535 else engine_port - 1
 
 
-def _interfaces(facts: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _interfaces(facts: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     net = facts.get("net")
     if not isinstance(net, Mapping):
         return []
@@ -113,8 +120,8 @@ def choose_gloo_interface(facts: Mapping[str, Any], override: str | None = None)
 
 def node_entry(doc: Mapping[str, Any], node_rank: int) -> dict[str, Any]:
     """One ``cluster.nodes[]`` entry from a snapshot document."""
-    facts = doc.get("facts") if isinstance(doc.get("facts"), Mapping) else {}
-    host = facts.get("host") if isinstance(facts.get("host"), Mapping) else {}
+    facts: Mapping[str, Any] = doc["facts"] if isinstance(doc.get("facts"), Mapping) else {}
+    host: Mapping[str, Any] = facts["host"] if isinstance(facts.get("host"), Mapping) else {}
     return {
         "node_rank": node_rank,
         "hostname": str(doc.get("hostname") or host.get("hostname") or f"rank{node_rank}"),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import secrets
 import socket
 import sys
@@ -79,7 +80,6 @@ class _Live:
         self.roster: list[int] = [self.rank]
         self.nodes: dict[int, dict[str, Any]] = {self.rank: node_entry(snapshot, self.rank)}
         self.store: Any = None
-        self._listen: socket.socket | None = None
         self.bind = ""
         self.clock: dict[str, Any] = {"measured": False, "reason": "not measured", "threshold_s": CLOCK_SKEW_THRESHOLD_S, "nodes": []}
         self.bootstrap: dict[str, Any] = {"ran": False, "reason": "not run", "backend": "gloo", "ok": None, "nodes": [], "timeout_s": self.timeout}
@@ -110,6 +110,20 @@ class _Live:
                 return present
             time.sleep(POLL_S)
 
+    def wait_roster(self, deadline: float, on_count: Callable[[int], None]) -> bool:
+        """A non-zero rank waits for rank 0's roster, reporting how many nodes have joined so far."""
+        last = -1
+        while True:
+            if self.store.check([self.key("roster")]):
+                return True
+            count = int(self.store.add(self.key("joined_count"), 0))
+            if count != last:
+                last = count
+                on_count(count)
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL_S)
+
     def get_json(self, key: str) -> Any:
         return json.loads(self.store.get(key).decode("utf-8"))
 
@@ -121,40 +135,52 @@ class _Live:
         if self.rank == 0:
             ips = resolve_host(self.host)
             if self.opts.bind_all:
-                family, bind_ip = socket.AF_INET6, "::"
+                candidates = [(socket.AF_INET6, "::"), (socket.AF_INET, "0.0.0.0")]
             elif not ips:
                 self.errors.append(f"rank 0 cannot resolve the --dist-init-addr host {self.host!r}; the store has nowhere to listen")
                 raise _Abort
             else:
-                bind_ip = next((ip for ip in ips if ":" not in ip), ips[0])
-                family = socket.AF_INET6 if ":" in bind_ip else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            try:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                if family == socket.AF_INET6 and bind_ip == "::":
-                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-                sock.bind((bind_ip, self.port))
-                sock.listen(512)
-            except OSError as exc:
-                sock.close()
+                ip = next((a for a in ips if ":" not in a), ips[0])
+                candidates = [(socket.AF_INET6 if ":" in ip else socket.AF_INET, ip)]
+            sock, bind_ip, failure = None, "", None
+            for family, bind_ip in candidates:
+                s = socket.socket(family, socket.SOCK_STREAM)
+                try:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                    if bind_ip == "::":
+                        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+                    s.bind((bind_ip, self.port))
+                    s.listen(512)
+                except OSError as exc:
+                    s.close()
+                    failure = exc
+                    continue
+                sock = s
+                break
+            if sock is None:
+                errno = getattr(failure, "errno", None)
                 hint = (
                     "is this node the --dist-init-addr host? (start rank 0 there, or pass --bind-all)"
-                    if exc.errno == 99
+                    if errno == 99
                     else "another preflight or the engine already holds it; pick another with --store-port"
-                    if exc.errno == 98
+                    if errno == 98
                     else "check the address and port"
                 )
-                self.errors.append(f"rank 0 cannot listen on {bind_ip}:{self.port} for k3doctor's store: {exc.strerror or exc} ({hint})")
+                detail = getattr(failure, "strerror", None) or failure
+                self.errors.append(f"rank 0 cannot listen on {bind_ip}:{self.port} for k3doctor's store: {detail} ({hint})")
+                raise _Abort
+            self.bind = f"[{bind_ip}]:{self.port}" if ":" in bind_ip else f"{bind_ip}:{self.port}"
+            connect_host = "127.0.0.1" if self.opts.bind_all else bind_ip
+            fd = sock.detach()  # the store owns (and closes) the listening socket from here on
+            try:
+                self.store = dist.TCPStore(
+                    connect_host, self.port, None, True, timeout=td, wait_for_workers=False,
+                    master_listen_fd=fd, use_libuv=True,
+                )
+            except Exception as exc:  # noqa: BLE001
+                os.close(fd)
+                self.errors.append(f"rank 0 could not start k3doctor's store on {self.bind}: {_first_line(exc)}")
                 raise _Abort from None
-            self._listen = sock
-            self.bind = f"{bind_ip}:{self.port}"
-            connect_host = "127.0.0.1" if self.opts.bind_all and family == socket.AF_INET6 else bind_ip
-            if self.opts.bind_all:
-                connect_host = self.host if ips else "127.0.0.1"
-            self.store = dist.TCPStore(
-                connect_host, self.port, None, True, timeout=td, wait_for_workers=False,
-                master_listen_fd=sock.fileno(), use_libuv=True,
-            )
             self.store.set("k3doctor/token", self.token)
             self.progress(f"run token {self.token}: the store listens on {self.bind} (give the other nodes --token {self.token} to be sure they join this run)")
             return
@@ -197,6 +223,7 @@ class _Live:
         self.store.set(self.key(f"host/{self.rank}"), me["hostname"])
         self.store.set(self.key(f"snap/{self.rank}"), json.dumps(self.snapshot, default=str))
         self.store.set(self.key(f"joined/{self.rank}"), "1")
+        self.store.add(self.key("joined_count"), 1)
 
         def count(k: int) -> None:
             self.progress(f"{k}/{self.n} nodes joined")
@@ -208,7 +235,7 @@ class _Live:
             self.store.set(self.key("roster"), json.dumps(roster))
         else:
             # rank 0 publishes the roster at most `timeout` after it started, which was before we connected.
-            got = self.wait_keys([self.key("roster")], time.monotonic() + self.timeout + GRACE_S)
+            got = self.wait_roster(time.monotonic() + self.timeout + GRACE_S, count)
             if not got:
                 self.errors.append(f"rank 0 did not publish the list of joined nodes within {self.timeout + GRACE_S:g} s (did it stop?)")
                 raise _Abort
@@ -240,11 +267,12 @@ class _Live:
             self.clock["reason"] = "fewer than two nodes joined"
             return
         bound = min(self.timeout, 10.0)
-        td = datetime.timedelta(seconds=bound)
+        deadline = time.monotonic() + bound  # for all rounds together
         for k in range(CLOCK_ROUNDS):
             go = self.key(f"clock/{k}/go")
             if self.rank == 0:
-                self.wait_keys([self.key(f"clock/{k}/ready/{r}") for r in others], time.monotonic() + bound)
+                ready = self.wait_keys([self.key(f"clock/{k}/ready/{r}") for r in others], deadline)
+                others = [int(key.rsplit("/", 1)[1]) for key in ready]  # a node that missed a round is not waited for again
                 time.sleep(0.05)  # the others are inside wait() by now
                 t0a = _now()
                 self.store.set(go, "1")
@@ -252,8 +280,9 @@ class _Live:
                 self.store.set(self.key(f"clock/{k}/t0"), json.dumps([t0a, t0b]))
             else:
                 self.store.set(self.key(f"clock/{k}/ready/{self.rank}"), "1")
+                left = deadline + GRACE_S - time.monotonic()
                 try:
-                    self.store.wait([go], td)
+                    self.store.wait([go], datetime.timedelta(seconds=max(0.1, left)))
                 except Exception:  # noqa: BLE001 - rank 0 vanished; recorded below
                     break
                 woke = _now()
@@ -263,10 +292,11 @@ class _Live:
                 self.store.set(self.key(f"clock/{k}/t/{self.rank}"), json.dumps([woke, rtt]))
         result = self.key("clock/result")
         if self.rank == 0:
+            everyone = [r for r in self.roster if r != 0]
             keys = [self.key(f"clock/{k}/t/{r}") for k in range(CLOCK_ROUNDS) for r in others]
-            self.wait_keys(keys, time.monotonic() + bound)
-            nodes = [{"node_rank": 0, "offset_s": 0.0, "uncertainty_s": 0.0, "rtt_s": 0.0}]
-            for r in others:
+            self.wait_keys(keys, time.monotonic() + 2.0)
+            nodes: list[dict[str, Any]] = [{"node_rank": 0, "offset_s": 0.0, "uncertainty_s": 0.0, "rtt_s": 0.0}]
+            for r in everyone:
                 best: dict[str, Any] | None = None
                 for k in range(CLOCK_ROUNDS):
                     tk, t0k = self.key(f"clock/{k}/t/{r}"), self.key(f"clock/{k}/t0")
@@ -285,7 +315,7 @@ class _Live:
                     best.pop("_raw")
                     nodes.append(best)
             self.store.set(result, json.dumps(nodes))
-        elif not self.wait_keys([result], time.monotonic() + bound + GRACE_S):
+        elif not self.wait_keys([result], deadline + 2 * GRACE_S):
             self.clock["reason"] = "rank 0 did not publish the clock measurement"
             return
         self.clock.update(measured=True, reason="", reference_rank=0, method="store release/wake-up against rank 0, best of 3", nodes=self.get_json(result))
@@ -298,16 +328,21 @@ class _Live:
         facts = self.nodes[self.rank]["facts"]
         ifname, source = choose_gloo_interface(facts, self.opts.gloo_ifname)
         shown = ifname or "(unset)"
-        self.progress(f"bootstrap: Gloo all-reduce across {self.n} nodes, GLOO_SOCKET_IFNAME={shown} ({source})")
+        self.progress(f"bootstrap: Gloo all-reduce across {self.n} nodes, GLOO_SOCKET_IFNAME={shown} [{source}]")
         argv = [
             sys.executable, "-m", "k3doctor.cluster._gloo_child", "--host", self.host, "--port", str(self.port),
-            "--prefix", self.key("gloo/"), "--rank", str(self.rank), "--world", str(self.n), "--timeout", str(self.timeout),
+            "--prefix", self.key("gloo"), "--rank", str(self.rank), "--world", str(self.n), "--timeout", str(self.timeout),
         ]
         env = child_env({"GLOO_SOCKET_IFNAME": ifname})
-        run = run_child(argv, env=env, timeout=self.timeout + 5, on_start=lambda pid: self.progress(f"bootstrap: test process {pid} started"))
+        run = run_child(
+            argv, env=env, timeout=self.timeout + 5, abort=self._peer_boot_failure,
+            on_start=lambda pid: self.progress(f"bootstrap: test process {pid} started"),
+        )
         parsed = last_json_line(run["stdout"]) or {}
         error = parsed.get("error")
-        if run["timed_out"]:
+        if run["aborted"]:
+            error = f"stopped early: {run['aborted']}"
+        elif run["timed_out"]:
             error = f"the Gloo test did not finish within {self.timeout + 5:g} s and was killed" + (f"; last output: {tail(run['stderr'], 3)}" if run["stderr"].strip() else "")
         elif not parsed:
             error = f"the Gloo test process exited with code {run['returncode']}: {tail(run['stderr'], 6) or '(no output)'}"
@@ -325,11 +360,28 @@ class _Live:
             "allreduce_s": parsed.get("allreduce_s"),
             "returncode": run["returncode"],
             "timed_out": run["timed_out"],
+            "aborted": bool(run["aborted"]),
         }
         self.progress(f"bootstrap: {'ok' if mine['ok'] else 'FAILED'} on this node in {run['seconds']:g} s")
         self.store.set(self.key(f"boot/{self.rank}"), json.dumps(mine))
         self.bootstrap.update(ran=True, reason="", timeout_s=self.timeout, nodes=self.collect("boot", mine, self.timeout + 5 + GRACE_S))
         self.bootstrap["ok"] = all(n.get("ok") for n in self.bootstrap["nodes"])
+
+    def _peer_boot_failure(self) -> str | None:
+        """While our Gloo child waits: has another node's Gloo test already failed? Then ours cannot
+        complete either (the group needs every node) and waiting for the timeout gains nothing."""
+        for r in self.roster:
+            if r == self.rank:
+                continue
+            key = self.key(f"boot/{r}")
+            try:
+                if self.store.check([key]):
+                    peer = self.get_json(key)
+                    if not peer.get("ok"):
+                        return f"node {r} ({peer.get('hostname')}) failed first: {str(peer.get('error'))[:300]}"
+            except Exception:  # noqa: BLE001 - the store vanished; the timeout still bounds us
+                return None
+        return None
 
     def collect(self, what: str, mine: dict[str, Any], bound: float) -> list[dict[str, Any]]:
         keys = {r: self.key(f"{what}/{r}") for r in self.roster if r != self.rank}
@@ -347,21 +399,32 @@ class _Live:
         if not self.opts.nccl:
             return
         bound = max(self.timeout, 60.0) * 2
-        self.progress("nccl: all-reduce across this node's GPUs (one process per GPU)")
-        argv = [sys.executable, "-m", "k3doctor.cluster.nccl_test", "--json", "--timeout", str(bound)]
+        argv = [sys.executable, "-m", "k3doctor.cluster.nccl_test", "--json", "--timeout", str(bound), *self.opts.nccl_args]
+        counts = {r: _gpu_count(self.nodes[r]["facts"]) for r in self.roster}
+        across = self.n > 1 and not self.missing and self.store is not None
+        scope = "all GPUs of all nodes (and each node's own GPUs)"
+        if across and len({c for c in counts.values()}) > 1:
+            across, scope = False, "each node's own GPUs (GPU counts differ across nodes, see CLU004)"
+        if across:
+            argv += ["--nnodes", str(self.n), "--node-rank", str(self.rank), "--store-host", self.host,
+                     "--store-port", str(self.port), "--prefix", self.key("nccl_pg")]
+        elif self.n > 1:
+            scope = scope if "differ" in scope else "each node's own GPUs"
+        self.progress(f"nccl: all-reduce across {scope}, one process per GPU")
         run = run_child(argv, env=child_env(), timeout=bound + 15)
         result = last_json_line(run["stdout"]) or {
             "ok": False,
             "error": ("killed after %g s" % (bound + 15)) if run["timed_out"] else f"exit code {run['returncode']}: {tail(run['stderr'], 6)}",
         }
         mine = {"node_rank": self.rank, "hostname": self.nodes[self.rank]["hostname"], "ok": bool(result.get("ok")), "result": result}
-        self.progress(f"nccl: {'ok' if mine['ok'] else 'FAILED'}" + (f", busbw {result.get('busbw_peak_GBps')} GB/s" if result.get("busbw_peak_GBps") is not None else ""))
+        peak = result.get("busbw_peak_GBps")
+        self.progress(f"nccl: {'ok' if mine['ok'] else 'FAILED'}" + (f", local busbw {peak} GB/s" if peak is not None else ""))
         if self.store is not None and len(self.roster) > 1:
             self.store.set(self.key(f"nccl/{self.rank}"), json.dumps(mine))
             nodes = self.collect("nccl", mine, bound + 15 + GRACE_S)
         else:
             nodes = [mine]
-        self.nccl = {"ran": True, "reason": "", "scope": "per node (local GPUs)", "nodes": nodes}
+        self.nccl = {"ran": True, "reason": "", "scope": scope, "across_nodes": across, "nodes": nodes}
 
     # -- 6. finish ------------------------------------------------------------------------------
     def finish(self) -> None:
@@ -376,9 +439,6 @@ class _Live:
 
     def close(self) -> None:
         self.store = None
-        if self._listen is not None:
-            self._listen.close()
-            self._listen = None
 
     def fact(self) -> dict[str, Any]:
         if self.nccl is None and self.opts.nccl:
@@ -396,6 +456,13 @@ class _Live:
             "bootstrap": self.bootstrap,
             "nccl": self.nccl,
         }
+
+
+def _gpu_count(facts: dict[str, Any]) -> int | None:
+    gpu = facts.get("gpu")
+    if isinstance(gpu, dict) and gpu.get("ok") and isinstance(gpu.get("devices"), list):
+        return len(gpu["devices"])
+    return None
 
 
 def _first_line(exc: BaseException) -> str:

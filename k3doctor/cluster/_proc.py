@@ -73,10 +73,12 @@ def run_child(
     env: Mapping[str, str],
     timeout: float,
     on_start: Callable[[int], None] | None = None,
+    abort: Callable[[], str | None] | None = None,
 ) -> dict[str, Any]:
     """Run ``argv`` for at most ``timeout`` seconds; return ``{returncode, stdout, stderr,
-    timed_out, seconds, pid}``. On timeout or any exception (Ctrl-C included) the child's whole
-    process group is killed first."""
+    timed_out, aborted, seconds, pid}``. ``abort`` is polled while the child runs: a non-empty
+    answer kills it early (and becomes ``aborted``). On timeout or any exception (Ctrl-C
+    included) the child's whole process group is killed first."""
     started = time.monotonic()
     proc = subprocess.Popen(
         list(argv),
@@ -89,18 +91,27 @@ def run_child(
         start_new_session=True,
     )
     timed_out = False
+    aborted: str | None = None
+    deadline = started + max(0.1, timeout)
     try:
         if on_start is not None:
             on_start(proc.pid)
-        try:
-            out, err = proc.communicate(timeout=max(0.1, timeout))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            kill_group(proc)
+        while True:
             try:
-                out, err = proc.communicate(timeout=5)
-            except (subprocess.TimeoutExpired, ValueError):  # pragma: no cover
-                out, err = "", ""
+                out, err = proc.communicate(timeout=min(0.25, max(0.01, deadline - time.monotonic())))
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    timed_out = True
+                elif abort is not None:
+                    aborted = abort() or None
+                if timed_out or aborted:
+                    kill_group(proc)
+                    try:
+                        out, err = proc.communicate(timeout=5)
+                    except (subprocess.TimeoutExpired, ValueError):  # pragma: no cover
+                        out, err = "", ""
+                    break
     except BaseException:
         kill_group(proc)
         raise
@@ -114,6 +125,7 @@ def run_child(
         "stdout": out or "",
         "stderr": err or "",
         "timed_out": timed_out,
+        "aborted": aborted,
         "seconds": round(time.monotonic() - started, 3),
         "pid": proc.pid,
     }

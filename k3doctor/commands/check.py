@@ -54,6 +54,7 @@ def common_fact_options(fn: Any) -> Any:
               help="Seconds to wait for the other nodes and for the bootstrap test.")
 @click.option("--token", help="Run token shared by the nodes of one preflight (default: printed by rank 0).")
 @click.option("--nccl", is_flag=True, help="Also run an NCCL all-reduce across the local GPUs.")
+@click.option("--gloo-ifname", help="Interface for the Gloo bootstrap test (default: GLOO_SOCKET_IFNAME or the route to the head).")
 @click.option("--bind-all", is_flag=True, help="Let the store listen on all addresses, not just the selected NIC.")
 @click.option("--local", "local_only", is_flag=True, help="Skip the multi-node rendezvous even if the launch is multi-node.")
 @click.option("--select", multiple=True, help="Only these codes, prefixes or families (GPU, NET001, CKPT00).")

@@ -132,6 +132,8 @@ def _maybe_cluster(facts: Any, kw: dict[str, Any], opts: SessionOptions) -> None
     if nnodes <= 1:
         return
     addr = kw.get("dist_init_addr") or launch.get("dist_init_addr")
+    if not addr and launch.get("head_host") and launch.get("head_port"):  # vLLM --master-addr/--master-port
+        addr = f"{launch['head_host']}:{launch['head_port']}"
     rank = kw.get("node_rank") if kw.get("node_rank") is not None else launch.get("node_rank", 0)
     if not addr:
         raise InputError("multi-node mode needs --dist-init-addr HOST:PORT (or one in the launch command)")
@@ -147,7 +149,7 @@ def _maybe_cluster(facts: Any, kw: dict[str, Any], opts: SessionOptions) -> None
     copts = ClusterOptions(
         nnodes=int(nnodes), node_rank=int(rank), dist_init_addr=str(addr), store_port=kw.get("store_port"),
         timeout=float(kw.get("cluster_timeout") or 60.0), token=kw.get("token"), nccl=bool(kw.get("nccl")),
-        bind_all=bool(kw.get("bind_all")), gloo_ifname=None,
+        bind_all=bool(kw.get("bind_all")), gloo_ifname=kw.get("gloo_ifname"),
     )
 
     def say(msg: str) -> None:

@@ -1,0 +1,170 @@
+"""``k3doctor explain``: error text or rank logs -> root cause and fix; CODE -> the check's doc.
+
+Usage::
+
+    k3doctor explain "RuntimeError: Gloo connectFullMesh failed ..."   # pasted text
+    k3doctor explain - < traceback.txt                                   # stdin
+    k3doctor explain --log node0/rank*.log node1/rank*.log               # many logs, streamed
+    k3doctor explain GPU001                                              # a check's long doc
+    k3doctor explain --list                                              # codes and signatures
+
+Exit codes: 0 something recognised, 1 nothing recognised (or unknown code), 2 usage error.
+Only click is imported at module load; the matcher and rich load when the command runs.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import Any
+
+import click
+
+__all__ = ["command"]
+
+_CODE_LIKE = re.compile(r"^[A-Za-z]{2,4}\d{3}$")
+
+
+def _load_checks() -> dict[str, Any] | None:
+    """code -> Check class from the team registry, or None when it is not available."""
+    try:
+        from k3doctor.registry import load_checks  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return dict(load_checks())
+
+
+def _is_tty() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _explain_code(code: str, fmt: str) -> int:
+    from k3doctor.explain import load_kb
+    from k3doctor.explain.render import code_markdown, print_markdown
+
+    checks = _load_checks()
+    if checks is None:
+        raise click.UsageError("check codes are unavailable: k3doctor.registry could not be imported")
+    upper = code.upper()
+    if upper not in checks:
+        import difflib
+
+        close = difflib.get_close_matches(upper, sorted(checks), n=3, cutoff=0.5)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        click.echo(f"unknown check code {upper!r}.{hint} (k3doctor explain --list shows all codes)", err=True)
+        return 1
+    cls = checks[upper]
+    if fmt == "json":
+        import json
+
+        sigs = [s.id for s in load_kb() if upper in s.related_checks]
+        click.echo(json.dumps({"schema_version": 1, "code": upper, "title": cls.title(),
+                               "family": cls.family(), "doc": cls.doc(), "signatures": sigs}, indent=2))
+        return 0
+    text = code_markdown(upper, cls, load_kb())
+    print_markdown(text, tty=(fmt == "rich" or (fmt == "auto" and _is_tty())), echo=click.echo)
+    return 0
+
+
+_PASTE_LIMIT = 1 << 20  # stdin up to this size is pasted text (every line examined)
+
+
+class _Prefixed:
+    """A binary stream that yields ``head`` first, then the rest of ``rest``."""
+
+    def __init__(self, head: bytes, rest: Any) -> None:
+        self._head, self._rest = head, rest
+
+    def read(self, n: int = -1) -> bytes:
+        if self._head:
+            out, self._head = self._head, b""
+            return out
+        return self._rest.read(n)
+
+
+def _explain_stdin() -> Any:
+    """Small stdin is treated like pasted text; a large one is streamed like a log file."""
+    from k3doctor.explain import Scanner
+    from k3doctor.explain.scan import _Aggregator
+
+    stream = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
+    if stream is None:  # pragma: no cover - text-only stdin replacement
+        return Scanner().explain_bytes(sys.stdin.read().encode(), "<stdin>", prefilter=False)
+    head = stream.read(_PASTE_LIMIT)
+    if len(head) < _PASTE_LIMIT:
+        return Scanner().explain_bytes(head, "<stdin>", prefilter=False)
+    import time
+
+    scanner, agg, t0 = Scanner(), _Aggregator(), time.perf_counter()
+    scanner.scan_stream(_Prefixed(head, stream), "<stdin>", agg, 0, prefilter=True)  # type: ignore[arg-type]
+    return agg.report(["<stdin>"], time.perf_counter() - t0)
+
+
+def _output(report: Any, fmt: str, limit: int) -> int:
+    from k3doctor.explain.render import report_json, report_rich, report_text
+
+    if fmt == "json":
+        click.echo(report_json(report, None if limit == 0 else limit))
+    elif fmt == "rich" or (fmt == "auto" and _is_tty()):
+        report_rich(report, limit)
+    else:
+        report_text(report, click.echo, limit)
+    return 0 if report.recognised else 1
+
+
+@click.command(
+    "explain",
+    context_settings={"help_option_names": ["-h", "--help"]},
+    short_help="Explain an error, a set of rank logs, or a check code.",
+)
+@click.argument("args", nargs=-1)
+@click.option("--log", "logs", multiple=True, metavar="FILE",
+              help="Rank log(s) to scan (streamed). Positional arguments after --log are logs too.")
+@click.option("--list", "list_", is_flag=True, help="List check codes and known error signatures.")
+@click.option("--format", "fmt", type=click.Choice(["auto", "rich", "text", "json"]), default="auto",
+              show_default=True, help="Output format (auto: rich on a terminal, text otherwise).")
+@click.option("--max", "limit", type=click.IntRange(min=0), default=10, show_default=True,
+              help="Matches to show (0: all).")
+@click.pass_context
+def command(ctx: click.Context, args: tuple[str, ...], logs: tuple[str, ...], list_: bool,
+            fmt: str, limit: int) -> None:
+    """Explain a failure: pasted TEXT, '-' for stdin, --log FILE..., or a check CODE.
+
+    Recognised failures are ranked: the earliest root cause first, symptoms (NCCL watchdog
+    timeouts, waiting ranks) after it, harmless lines last and labelled benign. Each match
+    names the preflight check that would have caught it (k3doctor check --select ...).
+    """
+    if list_:
+        if args or logs:
+            raise click.UsageError("--list takes no other arguments")
+        from k3doctor.explain import load_kb
+        from k3doctor.explain.render import list_json, list_text
+
+        checks = _load_checks()
+        if fmt == "json":
+            click.echo(list_json(checks, load_kb()))
+        else:
+            list_text(checks, load_kb(), click.echo)
+        ctx.exit(0)
+    if logs:
+        import os
+
+        paths = list(logs) + list(args)
+        missing = [p for p in paths if p != "-" and not os.path.isfile(p)]
+        if missing:
+            raise click.UsageError(f"not a readable file: {', '.join(missing)}")
+        from k3doctor.explain import explain_paths
+
+        ctx.exit(_output(explain_paths(paths), fmt, limit))
+    if not args:
+        raise click.UsageError("give error TEXT, '-' to read stdin, --log FILE..., a check CODE, or --list")
+    if len(args) == 1 and _CODE_LIKE.match(args[0]):
+        ctx.exit(_explain_code(args[0], fmt))
+    if args == ("-",):
+        ctx.exit(_output(_explain_stdin(), fmt, limit))
+    from k3doctor.explain import explain_text
+
+    ctx.exit(_output(explain_text(" ".join(args) if len(args) > 1 else args[0]), fmt, limit))

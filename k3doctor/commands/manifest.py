@@ -1,0 +1,55 @@
+"""``k3doctor manifest create DIR -o m.json``: record size + sha256 of every checkpoint file on the
+download node, for ``k3doctor check --model DIR --manifest m.json`` on air-gapped nodes."""
+
+from __future__ import annotations
+
+import os
+import click
+
+__all__ = ["command"]
+
+
+@click.group("manifest")
+def command() -> None:
+    """Checkpoint manifests (sha256 of every file) for offline verification."""
+
+
+@command.command("create")
+@click.argument("model_dir", type=click.Path(file_okay=False, exists=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
+              help="Manifest file to write (outside the model directory).")
+@click.option("--jobs", type=click.IntRange(1, 256), help="Files hashed in parallel (default: CPUs).")
+@click.option("--hf-repo", help="Repo id recorded in the manifest (default: from an HF cache path).")
+@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
+def create(model_dir: str, output: str, jobs: int | None, hf_repo: str | None, no_progress: bool) -> None:
+    """Hash every file of MODEL_DIR and write the manifest to -o FILE.
+
+    \b
+    Download node:   k3doctor manifest create /models/Kimi-K3 -o kimi-k3.manifest.json
+    Other nodes:     k3doctor check --model /models/Kimi-K3 --manifest kimi-k3.manifest.json
+    """
+    import json
+    import sys
+
+    from ..ckpt.manifest import ManifestError, create_manifest
+    from ..ckpt.progress import rich_progress
+
+    out_abs = os.path.realpath(output)
+    dir_abs = os.path.realpath(model_dir)
+    if out_abs == dir_abs or out_abs.startswith(dir_abs.rstrip(os.sep) + os.sep):
+        raise click.UsageError(f"{output}: write the manifest outside the model directory "
+                               f"(it would change the directory it describes), e.g. -o ./manifest.json")
+    show = not no_progress and sys.stderr.isatty()
+    try:
+        with rich_progress("sha256", enabled=show) as cb:
+            doc = create_manifest(model_dir, jobs=jobs, repo=hf_repo, progress=cb)
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        with open(output, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=2, sort_keys=True)
+            f.write("\n")
+    except OSError as exc:
+        raise click.ClickException(f"{output}: cannot write ({exc.strerror or exc})") from None
+    total = sum(r["size"] for r in doc["files"].values())
+    click.echo(f"{output}: {len(doc['files'])} files, {total} bytes, repo {doc.get('repo') or '-'}", err=True)

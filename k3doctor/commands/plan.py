@@ -1,0 +1,219 @@
+"""``k3doctor plan``: per-rank GPU memory projection for a model and a parallel plan."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from .check import DashDashCommand
+
+
+def _fail(msg: str) -> None:
+    raise click.UsageError(msg)
+
+
+@click.command(cls=DashDashCommand, context_settings={"max_content_width": 100})
+@click.option("--model", "model", help="Model directory (shard headers / config.json), a config.json, or a known "
+              "Hub id (moonshotai/Kimi-K3) for planning before download.")
+@click.option("--engine", type=click.Choice(["sglang", "vllm"]), help="Serving engine (default: from the launch "
+              "command, else sglang).")
+@click.option("--tp", type=int, help="Tensor-parallel size.")
+@click.option("--ep", type=int, help="Expert-parallel size (vLLM: > 1 means --enable-expert-parallel).")
+@click.option("--pp", type=int, help="Pipeline-parallel size.")
+@click.option("--dp", type=int, help="Data-parallel size.")
+@click.option("--enable-dp-attention", is_flag=True, default=None, help="SGLang DP attention (attention-TP = tp/dp).")
+@click.option("--dcp", type=int, help="Decode-context-parallel size (shards the MLA KV cache).")
+@click.option("--nnodes", type=int, help="Number of nodes.")
+@click.option("--gpus-per-node", type=int, help="GPUs per node (default: the GPU profile's node size).")
+@click.option("--gpu", "gpu_name", help="GPU type for static planning (h200, h100, b200, …).")
+@click.option("--snapshot", type=click.Path(dir_okay=False), help="Take the GPU from a `k3doctor snapshot` file.")
+@click.option("--context", type=int, help="Requested context length (tokens per request).")
+@click.option("--concurrency", type=int, help="Concurrent requests to size the KV cache for (default 1).")
+@click.option("--kv-cache-dtype", help="KV cache dtype (auto, bf16, fp8_e4m3, fp8, …).")
+@click.option("--mem-fraction", type=float, help="--mem-fraction-static (SGLang) / --gpu-memory-utilization (vLLM).")
+@click.option("--search", "do_search", is_flag=True, help="Enumerate plans for the GPU type and rank those that fit.")
+@click.option("--top", type=click.IntRange(1, 1000), default=10, show_default=True, help="With --search: plans shown.")
+@click.option("--max-nodes", type=click.IntRange(1, 64), default=8, show_default=True, help="With --search: node limit.")
+@click.option("--measured-gib", type=float, help="Measured per-rank weight GiB to compare (MEM005).")
+@click.option("--engine-log", type=click.Path(dir_okay=False), help="Engine log to read the measured figure from.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema_version 1).")
+@click.argument("launch", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def command(ctx: click.Context, model: str | None, engine: str | None, tp: int | None, ep: int | None, pp: int | None,
+            dp: int | None, enable_dp_attention: bool | None, dcp: int | None, nnodes: int | None,
+            gpus_per_node: int | None, gpu_name: str | None, snapshot: str | None, context: int | None,
+            concurrency: int | None, kv_cache_dtype: str | None, mem_fraction: float | None, do_search: bool,
+            top: int, max_nodes: int, measured_gib: float | None, engine_log: str | None, as_json: bool,
+            launch: tuple[str, ...]) -> None:
+    """Project per-rank GPU memory: weights by role, load transient, KV cache / state, reserve.
+
+    The launch command after `--` supplies what it contains (engine, parallel sizes, memory
+    fraction, context, load format, MoE backend); options given here override it. Exit code 1
+    when the plan does not fit.
+    """
+    from ..facts import Facts
+    from ..memory.inventory import InventoryError, load_inventory
+    from ..memory.placement import PlanError
+    from ..memory.plan import plan_from_facts, resolve_gpu
+    from ..model import Severity, Skip
+
+    for name, val in (("--tp", tp), ("--ep", ep), ("--pp", pp), ("--dp", dp), ("--dcp", dcp), ("--nnodes", nnodes),
+                      ("--gpus-per-node", gpus_per_node), ("--context", context), ("--concurrency", concurrency)):
+        if val is not None and val < 1:
+            _fail(f"{name} must be a positive integer (got {val})")
+    if mem_fraction is not None and not 0 < mem_fraction <= 1:
+        _fail(f"--mem-fraction must be in (0, 1] (got {mem_fraction})")
+
+    # -- launch fact ------------------------------------------------------------------------
+    launch_d: dict[str, Any] = {}
+    if launch:
+        from ..launch import LaunchError, parse_launch
+
+        try:
+            launch_d = parse_launch(list(launch)).to_dict()
+        except (LaunchError, ValueError) as exc:
+            _fail(f"launch command: {exc}")
+        if launch_d.get("errors"):
+            _fail("launch command: " + "; ".join(launch_d["errors"]))
+    launch_d.setdefault("engine", "sglang")
+    if engine:
+        launch_d["engine"] = engine
+    over = {"tp": tp, "pp": pp, "dp": dp, "dcp": dcp, "nnodes": nnodes, "context_length": context,
+            "kv_cache_dtype": kv_cache_dtype, "mem_fraction": mem_fraction, "enable_dp_attention": enable_dp_attention}
+    for k, v in over.items():
+        if v is not None:
+            launch_d[k] = v
+    if ep is not None:
+        launch_d["ep"] = ep
+        launch_d["enable_expert_parallel"] = ep > 1
+    launch_d.pop("gpus_per_node", None)
+    model_ref = model or launch_d.get("model")
+    if not model_ref:
+        _fail("no model: pass --model DIR (or a config.json, or a known id such as moonshotai/Kimi-K3), "
+              "or a launch command after --")
+    launch_d["model"] = launch_d.get("model") or model_ref
+
+    # -- GPU fact -----------------------------------------------------------------------------
+    gpu_fact: dict[str, Any] | None = None
+    gpn_default: int | None = None
+    if gpu_name and snapshot:
+        _fail("give either --gpu or --snapshot, not both")
+    if gpu_name:
+        try:
+            g = resolve_gpu(gpu_name)
+        except KeyError as exc:
+            _fail(f"--gpu: {exc.args[0] if exc.args else exc}")
+        try:
+            from ..targets import get_target
+
+            gpn_default = get_target(gpu_name).gpus_per_node
+        except Exception:  # noqa: BLE001 - extra (non-target) GPU types default to 8 per node
+            gpn_default = 8
+        gpu_fact = {"ok": True, "source": "target", "devices": [
+            {"index": 0, "name": g.name, "memory_total": g.memory_total, "memory_free": g.memory_total - 616 * (1 << 20)}]}
+    elif snapshot:
+        from ..facts import SnapshotError, load_snapshot
+
+        try:
+            doc = load_snapshot(snapshot)
+        except SnapshotError as exc:
+            _fail(str(exc))
+        gpu_fact = (doc.get("facts") or {}).get("gpu")
+        if not gpu_fact or not gpu_fact.get("devices"):
+            _fail(f"{snapshot}: the snapshot has no GPU devices; plan statically with --gpu h200 (or another type)")
+        gpn_default = len(gpu_fact["devices"])
+    else:
+        _fail("no GPU type: pass --gpu TYPE for static planning (h200, h100, b200, b300, …) "
+              "or --snapshot FILE from `k3doctor snapshot`")
+
+    measured = None
+    if engine_log:
+        from ..memory.logparse import measured_weight_gib
+
+        try:
+            text = open(engine_log, encoding="utf-8", errors="replace").read()
+        except OSError as exc:
+            _fail(f"--engine-log {engine_log}: cannot read ({exc.strerror or exc})")
+        found = measured_weight_gib(text)
+        if found is None:
+            _fail(f"--engine-log {engine_log}: no 'Load weight end … mem usage=' or 'Model loading took … GiB' line")
+        measured = found[0]
+    if measured_gib is not None:
+        measured = measured_gib
+
+    gpn = gpus_per_node or gpn_default
+    if nnodes is None and "--nnodes" not in (launch_d.get("flags") or {}) and gpn:
+        # vLLM multi-node runs (Ray) carry no --nnodes: infer whole nodes from the plan size
+        tp_, pp_, dp_ = (int(launch_d.get(k) or 1) for k in ("tp", "pp", "dp"))
+        world = tp_ * pp_ * (1 if launch_d.get("engine") == "sglang" and launch_d.get("enable_dp_attention") else dp_)
+        launch_d["nnodes"] = max(int(launch_d.get("nnodes") or 1), -(-world // gpn))
+    options: dict[str, Any] = {"model_dir": model_ref, "concurrency": concurrency, "gpus_per_node": gpn}
+    if measured is not None:
+        options["measured_gib"] = measured
+    facts = Facts({"launch": launch_d, "gpu": gpu_fact}, options=options, source="plan")
+
+    # -- inventory up front: clear messages for bad input -----------------------------------
+    try:
+        inv = load_inventory(model_ref)
+    except InventoryError as exc:
+        _fail(str(exc))
+
+    if do_search:
+        _search(inv, launch_d, facts, gpn or 8, max_nodes, top, as_json)
+        return
+
+    try:
+        plan = plan_from_facts(facts)
+    except Skip as exc:
+        _fail(exc.reason)
+    except PlanError as exc:
+        _fail(f"impossible plan: {exc}")
+    except ValueError as exc:
+        _fail(str(exc))
+
+    from ..checks.mem import CHECKS
+
+    findings = []
+    for cls in CHECKS:
+        try:
+            findings.extend(cls().run(facts))
+        except Skip:
+            continue
+    if as_json:
+        doc = plan.to_dict()
+        doc["findings"] = [f.to_dict() for f in findings]
+        click.echo(json.dumps(doc, indent=1))
+    else:
+        from rich.console import Console
+
+        from ..memory.render import render_plan
+
+        render_plan(plan, Console(highlight=False, soft_wrap=True), findings)
+    if any(f.severity >= Severity.ERROR for f in findings) or not plan.fits:
+        ctx.exit(1)
+
+
+def _search(inv: Any, launch_d: dict[str, Any], facts: Any, gpn: int, max_nodes: int, top: int, as_json: bool) -> None:
+    from ..memory.plan import GpuSpec, parallel_from_launch
+    from ..memory.search import search_plans
+
+    dev = facts.get("gpu")["devices"][0]
+    gpu = GpuSpec(str(dev.get("name")), int(dev["memory_total"]), dev.get("memory_free"))
+    base = parallel_from_launch(launch_d, concurrency=facts.option("concurrency"))
+    cands = search_plans(inv, base, gpu, gpus_per_node=gpn, max_nodes=max_nodes)
+    if as_json:
+        doc = {"schema_version": 1, "engine": base.engine, "gpu": {"name": gpu.name, "memory_total": gpu.memory_total},
+               "candidates": [c.to_dict() for c in cands]}
+        click.echo(json.dumps(doc, indent=1))
+    else:
+        from rich.console import Console
+
+        from ..memory.render import render_search
+
+        render_search(cands, Console(highlight=False, soft_wrap=True), top)
+    if not any(c.fits for c in cands):
+        sys.stderr.write("k3doctor: no plan fits; raise --max-nodes or use a larger GPU type\n")
+        raise SystemExit(1)
