@@ -1,0 +1,404 @@
+"""Streaming, two-stage matcher for pasted error text and multi-GB rank logs.
+
+Stage 1 (bulk, C speed): a handful of literal *anchors* ("rror", "WARN", "Xid", ...), grouped
+by first byte into one regex per group so that ``re`` can use its literal-prefix fast path,
+find the few candidate lines in each 4 MiB block of raw bytes. Every line a signature can
+match contains an anchor; ``tests/test_explain_kb.py`` checks that for every example and
+corpus line. Stage 2 (per candidate line): decode (bad UTF-8 replaced), strip ANSI colour,
+test the signatures whose literal ``keywords`` occur on the line, then their regexes.
+
+Memory is bounded: one block plus one carried partial line (capped), plus per-signature
+aggregates (count, first few locations, one excerpt). Repeats collapse into one match.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import BinaryIO, Callable, Iterable, Sequence
+
+from .kb import Signature, load_kb
+
+__all__ = ["ANCHORS", "Match", "Report", "Scanner", "explain_text", "explain_paths"]
+
+#: Stage-1 anchors (case-sensitive literals). Few distinct first bytes keep the scan fast.
+ANCHORS: tuple[str, ...] = (
+    "rror",                                     # Error/error (and the lines after it, see FOLLOW)
+    "ranks did", "ranks have not", "ranks haven", "ranks has not",  # waiting-for-peers symptoms
+    "WARN", "Warn", "Watchdog",                 # NCCL WARN, Warning, NCCL watchdog
+    "Xid", "XID",                               # NVRM Xid lines
+    "NVRM", "NVML", "NVLS", "NNVL", "NET/", "Not enough", "NOT been", "No available",
+    "No space", "Ninja", "NCCL_",
+    "Failed", "FullMesh", "FA3", "FP4", "F_INET",
+    "KV cache (", "KV cache memory", "K3 ", "Killed process", "KILL",
+    "Using default MoE", "Unable to",
+    "Custom allreduce", "CUDA device", "CUDA: ", "CUDA failed", "CUDA_ERROR", "CUDA out of", "CUDA error",
+)
+
+BLOCK = 4 << 20          # bytes read per block
+MAX_LINE = 1 << 20       # a "line" longer than this is cut (binary junk, no newlines)
+LINE_CAP = 16 << 10      # characters of one line handed to stage 2
+CONTEXT_BYTES = 16 << 10  # how far back a signature's ``context`` regex may look
+MAX_LOCATIONS = 5        # first locations kept per match
+FOLLOW = 2               # lines after an anchor line also examined ("Last error:\n<reason>")
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
+_TS = (
+    # 2026-11-30 10:11:12(.345) / 2026-11-30T10:11:12
+    re.compile(rb"\b\d{4}-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?"),
+    # vLLM: INFO 11-30 10:11:12
+    re.compile(rb"\b(?:INFO|WARNING|ERROR|DEBUG|CRITICAL) (\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})"),
+    # glog / c10: [E1130 10:11:12.123456
+    re.compile(rb"\[[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?"),
+)
+
+
+def _ts_key(m: re.Match[bytes]) -> float:
+    mon, day, hh, mm, ss = (int(x) for x in m.groups()[:5])
+    frac = m.groups()[5] if len(m.groups()) > 5 and m.group(6) else b""
+    return (((mon * 31 + day) * 24 + hh) * 60 + mm) * 60 + ss + (float(b"0." + frac) if frac else 0.0)
+
+
+def _find_ts(blob: bytes) -> float | None:
+    """The last timestamp in ``blob`` (any supported format), as a sortable number."""
+    best: tuple[int, float] | None = None
+    for rx in _TS:
+        last = None
+        for last in rx.finditer(blob):
+            pass
+        if last is not None and (best is None or last.start() > best[0]):
+            best = (last.start(), _ts_key(last))
+    return None if best is None else best[1]
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+@dataclass
+class Match:
+    """One recognised signature, aggregated over every line (and file) it matched."""
+
+    sig: Signature
+    count: int = 0
+    first_file: str = ""
+    first_line: int = 0
+    file_index: int = 0
+    excerpt: str = ""
+    ts: float | None = None
+    values: dict[str, str] = field(default_factory=dict)
+    locations: list[str] = field(default_factory=list)
+    evidence: list[tuple[str, int, str]] = field(default_factory=list)
+    files: set[str] = field(default_factory=set)
+
+    @property
+    def benign(self) -> bool:
+        return self.sig.benign
+
+    @property
+    def cause(self) -> str:
+        return self.sig.render_cause(self.values)
+
+    def sort_key(self) -> tuple:
+        return (
+            self.benign,
+            self.sig.tier_rank,
+            self.ts is None,
+            self.ts if self.ts is not None else 0.0,
+            self.file_index,
+            self.first_line,
+            -self.sig.priority,
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON shape (schema_version 1): exactly these keys."""
+        return {
+            "id": self.sig.id,
+            "category": self.sig.category,
+            "title": self.sig.title,
+            "cause": self.cause,
+            "fix": self.sig.fix,
+            "related_checks": list(self.sig.related_checks),
+            "references": list(self.sig.references),
+            "benign": self.benign,
+            "count": self.count,
+            "first_line": f"{self.first_file}:{self.first_line}",
+            "excerpt": self.excerpt,
+        }
+
+
+@dataclass
+class Report:
+    matches: list[Match]
+    sources: list[str]
+    bytes_scanned: int = 0
+    lines_scanned: int = 0
+    candidate_lines: int = 0
+    elapsed_s: float = 0.0
+
+    @property
+    def recognised(self) -> bool:
+        return bool(self.matches)
+
+    @property
+    def errors(self) -> list[Match]:
+        return [m for m in self.matches if not m.benign]
+
+    def related_checks(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for m in self.errors:
+            for c in m.sig.related_checks:
+                seen.setdefault(c, None)
+        return list(seen)
+
+
+class Scanner:
+    """Matches lines against the knowledge base; reusable across inputs."""
+
+    def __init__(self, signatures: Sequence[Signature] | None = None,
+                 anchors: Sequence[str] = ANCHORS) -> None:
+        self.signatures = tuple(load_kb() if signatures is None else signatures)
+        self._by_id = {s.id: s for s in self.signatures}
+        kw: dict[str, list[Signature]] = defaultdict(list)
+        for s in self.signatures:
+            for k in s.keywords:
+                kw[k].append(s)
+        # longest first so the common short keywords do not shadow anything (order only)
+        self._keywords = sorted(kw.items(), key=lambda kv: -len(kv[0]))
+        groups: dict[bytes, list[bytes]] = defaultdict(list)
+        for a in anchors:
+            b = a.encode()
+            groups[b[:1]].append(b[1:])
+        self._groups = []
+        for first, rests in sorted(groups.items()):
+            rests = sorted(set(rests), key=len, reverse=True)
+            alt = b"|".join(re.escape(r) for r in rests)
+            self._groups.append(re.compile(re.escape(first) + b"(?:" + alt + b")"))
+
+    # -- stage 2 ------------------------------------------------------------------------------
+    def candidates(self, text: str) -> list[Signature]:
+        seen: dict[str, Signature] = {}
+        for k, sigs in self._keywords:
+            if k in text:
+                for s in sigs:
+                    seen.setdefault(s.id, s)
+        return list(seen.values())
+
+    def match_line(self, text: str, context: Callable[[], str] | None = None
+                   ) -> list[tuple[Signature, dict[str, str]]]:
+        """Signatures matching one (decoded, ANSI-stripped) line; benign lines only benign."""
+        cands = self.candidates(text)
+        if not cands:
+            return []
+        for s in cands:
+            if s.benign:
+                m = s.search(text)
+                if m:
+                    return [(s, s.extract_values(text, m))]
+        hits: list[tuple[Signature, dict[str, str]]] = []
+        for s in cands:
+            if s.benign:
+                continue
+            m = s.search(text)
+            if not m:
+                continue
+            crx = s.context_regex()
+            if crx is not None and not crx.search(text):
+                before = context() if context is not None else ""
+                if not crx.search(before):
+                    continue
+            hits.append((s, s.extract_values(text, m)))
+        if len(hits) > 1:
+            dropped = {o for s, _ in hits for o in s.supersedes}
+            hits = [h for h in hits if h[0].id not in dropped]
+        return hits
+
+    # -- stage 1 + streaming ------------------------------------------------------------------
+    def _candidate_spans(self, buf: bytes, owed: int = 0) -> tuple[list[tuple[int, int]], int]:
+        """Spans of candidate lines, and how many follow-up lines the next block still owes."""
+        spans: set[tuple[int, int]] = set()
+        n = len(buf)
+
+        def follow(nxt: int, k: int) -> int:
+            """Add up to k lines after offset ``nxt`` (a newline or -1); return lines missing."""
+            for i in range(k):
+                if nxt + 1 >= n:
+                    return k - i
+                e2 = buf.find(b"\n", nxt + 1)
+                e2 = n if e2 < 0 else e2
+                spans.add((nxt + 1, e2))
+                nxt = e2
+            return 0
+
+        follow(-1, owed)
+        owed_out = 0
+        last_en = -2
+        for rx in self._groups:
+            search = rx.search
+            m = search(buf)
+            while m:
+                st = buf.rfind(b"\n", 0, m.start()) + 1
+                en = buf.find(b"\n", m.end())
+                if en < 0:
+                    en = n
+                spans.add((st, en))
+                missing = follow(en, FOLLOW)
+                if en > last_en:
+                    last_en, owed_out = en, missing
+                m = search(buf, en + 1)
+        return sorted(spans), owed_out
+
+    def _all_spans(self, buf: bytes) -> list[tuple[int, int]]:
+        spans = []
+        st = 0
+        n = len(buf)
+        while st < n:
+            en = buf.find(b"\n", st)
+            if en < 0:
+                en = n
+            spans.append((st, en))
+            st = en + 1
+        return spans
+
+    def scan_stream(self, stream: BinaryIO, name: str, agg: "_Aggregator",
+                    file_index: int = 0, prefilter: bool = True) -> None:
+        carry = b""
+        tail = b""  # the end of the previous block: context for the next block's first lines
+        self._owed = 0
+        line_base = 1
+        while True:
+            chunk = stream.read(BLOCK)
+            agg.bytes += len(chunk)
+            if not chunk:
+                if carry:
+                    self._scan_block(carry, name, file_index, line_base, agg, prefilter, tail)
+                break
+            buf = carry + chunk if carry else chunk
+            cut = buf.rfind(b"\n")
+            if cut < 0:
+                if len(buf) < MAX_LINE:
+                    carry = buf
+                    continue
+                cut = len(buf) - 1  # force a cut in pathological input
+            block, carry = buf[: cut + 1], buf[cut + 1:]
+            line_base = self._scan_block(block, name, file_index, line_base, agg, prefilter, tail)
+            tail = block[-CONTEXT_BYTES:]
+
+    def _scan_block(self, buf: bytes, name: str, file_index: int, line_base: int,
+                    agg: "_Aggregator", prefilter: bool, tail: bytes = b"") -> int:
+        if prefilter:
+            spans, self._owed = self._candidate_spans(buf, self._owed)
+        else:
+            spans = self._all_spans(buf)
+        pos, line = 0, line_base
+        for st, en in spans:
+            line += buf.count(b"\n", pos, st)
+            pos = st
+            agg.candidates += 1
+            raw = buf[st:en]
+            text = strip_ansi(raw[: LINE_CAP * 4].decode("utf-8", "replace")).rstrip("\r")
+            if len(text) > LINE_CAP:
+                text = text[:LINE_CAP]
+
+            def ctx(st: int = st) -> str:
+                lo = max(0, st - CONTEXT_BYTES)
+                before = buf[lo:st] if lo > 0 or not tail else tail[-(CONTEXT_BYTES - st):] + buf[:st]
+                return strip_ansi(before.decode("utf-8", "replace"))
+
+            for sig, values in self.match_line(text, ctx):
+                agg.add(sig, values, name, file_index, line, text, buf, st, tail)
+        total = line_base + buf.count(b"\n", 0) + (0 if buf.endswith(b"\n") else 1)
+        agg.lines += total - line_base
+        return total
+
+    # -- entry points -------------------------------------------------------------------------
+    def explain_bytes(self, data: bytes, name: str = "<text>", prefilter: bool = False) -> Report:
+        import io
+
+        t0 = time.perf_counter()
+        agg = _Aggregator()
+        self.scan_stream(io.BytesIO(data), name, agg, 0, prefilter)
+        return agg.report([name], time.perf_counter() - t0)
+
+    def explain_files(self, paths: Iterable[str], prefilter: bool = True) -> Report:
+        t0 = time.perf_counter()
+        agg = _Aggregator()
+        names = []
+        for i, p in enumerate(paths):
+            names.append(p)
+            if p == "-":
+                self.scan_stream(sys.stdin.buffer, "<stdin>", agg, i, prefilter)
+                continue
+            with open(p, "rb", buffering=0) as f:
+                self.scan_stream(f, p, agg, i, prefilter)
+        return agg.report(names, time.perf_counter() - t0)
+
+
+class _Aggregator:
+    def __init__(self) -> None:
+        self.by_id: dict[str, Match] = {}
+        self.ts_seen: set[tuple[str, str]] = set()
+        self.bytes = 0
+        self.lines = 0
+        self.candidates = 0
+
+    def add(self, sig: Signature, values: dict[str, str], name: str, file_index: int,
+            line: int, text: str, buf: bytes, st: int, tail: bytes = b"") -> None:
+        m = self.by_id.get(sig.id)
+        if m is None:
+            m = Match(sig=sig, first_file=name, first_line=line, file_index=file_index,
+                      excerpt=text.strip()[:400])
+            self.by_id[sig.id] = m
+        m.count += 1
+        for k, v in values.items():
+            m.values.setdefault(k, v)
+        if len(m.locations) < MAX_LOCATIONS:
+            m.locations.append(f"{name}:{line}")
+        if len(m.evidence) < 3 and name not in {e[0] for e in m.evidence}:
+            m.evidence.append((name, line, text.strip()[:300]))
+        m.files.add(name)
+        if (sig.id, name) not in self.ts_seen:
+            # the earliest timestamp of this signature over all files: the line's own
+            # timestamp, else the last one printed before it in this block
+            self.ts_seen.add((sig.id, name))
+            eol = buf.find(b"\n", st)
+            ts = _find_ts(buf[st: eol if eol >= 0 else len(buf)])
+            if ts is None:
+                ts = _find_ts(buf[max(0, st - 65536): st])
+            if ts is None and st < 65536 and tail:
+                ts = _find_ts(tail)
+            if ts is not None and m.ts is None:
+                m.ts = ts
+            elif ts is not None and m.ts is not None and ts < m.ts:
+                m.ts = ts
+                m.first_file, m.first_line, m.file_index = name, line, file_index
+                m.excerpt = text.strip()[:400]
+
+    def report(self, sources: list[str], elapsed: float) -> Report:
+        matches = sorted(self.by_id.values(), key=Match.sort_key)
+        return Report(matches=matches, sources=sources, bytes_scanned=self.bytes,
+                      lines_scanned=self.lines, candidate_lines=self.candidates,
+                      elapsed_s=elapsed)
+
+
+_DEFAULT: Scanner | None = None
+
+
+def _scanner() -> Scanner:
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Scanner()
+    return _DEFAULT
+
+
+def explain_text(text: str, name: str = "<text>") -> Report:
+    """Recognise failures in pasted text (every line is examined; no stage-1 prefilter)."""
+    return _scanner().explain_bytes(text.encode("utf-8", "surrogateescape"), name, prefilter=False)
+
+
+def explain_paths(paths: Iterable[str]) -> Report:
+    """Recognise failures in log files (streamed, prefiltered)."""
+    return _scanner().explain_files(paths, prefilter=True)

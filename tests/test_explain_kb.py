@@ -1,0 +1,141 @@
+"""The explain knowledge base: shape, coverage, examples, Xid table, registry cross-check."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from k3doctor.explain.kb import CATEGORIES, KBError, load_kb, parse_kb_text
+from k3doctor.explain.scan import ANCHORS, Scanner
+
+KB = load_kb()
+BY_ID = {s.id: s for s in KB}
+SCANNER = Scanner()
+
+
+def test_at_least_60_signatures_in_every_category():
+    assert len(KB) >= 60
+    cats = {s.category for s in KB}
+    assert cats == set(CATEGORIES)
+
+
+def test_every_signature_is_complete():
+    for s in KB:
+        assert s.title and s.cause and s.fix, s.id
+        assert s.patterns and s.keywords, s.id
+        assert s.examples, f"{s.id} has no example line"
+        assert all(u.startswith("https://") for u in s.references), s.id
+        assert s.references, s.id
+        if not s.benign:
+            # a fix must be concrete: an env var, a flag, a command or a check
+            assert re.search(r"[A-Z][A-Z0-9_]{3,}=|--[a-z]|`|k3doctor|nvidia-smi|pip ", s.fix), s.id
+
+
+@pytest.mark.parametrize("sig", KB, ids=lambda s: s.id)
+def test_examples_are_recognised_by_their_signature(sig):
+    for ex in sig.examples:
+        for prefilter in (False, True):
+            report = SCANNER.explain_bytes(ex.encode(), prefilter=prefilter)
+            ids = [m.sig.id for m in report.matches]
+            assert sig.id in ids, (prefilter, ex, ids)
+            if prefilter:
+                # stage-1 coverage: the example line contains a prefilter anchor
+                assert any(a in ex for a in ANCHORS), ex
+
+
+def test_keywords_occur_in_examples():
+    for s in KB:
+        for ex in s.examples:
+            assert any(k in ex for k in s.keywords), (s.id, ex)
+
+
+REQUIRED_XIDS = [13, 31, 43, 45, 48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120] + list(range(137, 151))
+
+
+@pytest.mark.parametrize("xid", REQUIRED_XIDS)
+def test_xid_table(xid):
+    for line in (f"[ 99.1] NVRM: Xid (PCI:0000:a1:00): {xid}, pid=77, name=python, detail",
+                 f"XID {xid} reported on GPU 3"):
+        report = SCANNER.explain_bytes(line.encode(), prefilter=True)
+        xids = [m for m in report.matches if m.sig.id.startswith("xid-")]
+        assert len(xids) == 1, (line, [m.sig.id for m in report.matches])
+        m = xids[0]
+        assert m.sig.category == "gpu-health"
+        assert str(xid) in m.sig.title or "137-143" in m.sig.title
+        assert m.sig.fix
+
+
+def test_xid_number_is_not_confused_with_pci_address():
+    line = "NVRM: Xid (PCI:0000:79:00): 13, pid=1, name=x, Graphics Exception"
+    ids = [m.sig.id for m in SCANNER.explain_bytes(line.encode()).matches]
+    assert ids == ["xid-13"]
+    assert "0000:79:00" in SCANNER.explain_bytes(line.encode()).matches[0].cause
+
+
+def test_seed_failures_are_covered():
+    seed = {
+        "ValueError: K3 latent-MoE tail fusion requires SM100.": "k3-tail-fusion-requires-sm100",
+        "RuntimeError: cp_world_size must be positive, required by downstream unified code path. Use 1 if CP is not enabled.": "k3-cp-world-size",
+        "FileNotFoundError: [Errno 2] No such file or directory: '/shared/home/u/.triton/cache/99/k.cubin.tmp.pid_8_1a2b'": "triton-cache-tmp-race",
+        "[rank12]:[E1130 09:00:00.1 ProcessGroupGloo.cpp:144] Gloo connectFullMesh failed with [pair.cc:144] no error": "gloo-connectfullmesh",
+        "ValueError: The model's max seq len (65536) is larger than the maximum number of tokens that can be stored in KV cache (22016).": "vllm-kv-too-small-for-max-len",
+        "safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer": "safetensors-incomplete",
+    }
+    for text, sid in seed.items():
+        top = SCANNER.explain_bytes(text.encode()).matches[0]
+        assert top.sig.id == sid, (text, top.sig.id)
+
+
+def test_fastsafetensors_context_upgrades_the_oom():
+    plain = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 15.50 GiB. GPU 1 has a total capacity of 139.8 GiB of which 3.1 GiB is free."
+    assert SCANNER.explain_bytes(plain.encode()).matches[0].sig.id == "torch-cuda-oom"
+    with_ctx = "  File \"/x/fastsafetensors/copier/gds.py\", line 9, in submit_io\n" + plain
+    top = SCANNER.explain_bytes(with_ctx.encode()).matches
+    assert [m.sig.id for m in top] == ["fastsafetensors-load-oom"]  # supersedes the generic OOM
+    assert "Tried to allocate 15.50 GiB with 3.1 GiB free." in top[0].cause
+
+
+def test_extractors_fill_the_cause():
+    cases = {
+        "RuntimeError: [enforce fail at device.cc:84] ifa != nullptr. Unable to find address for: bond0": "bond0",
+        "FileNotFoundError: [Errno 2] No such file or directory: '/nfs/u/.triton/cache/ab/k.json.tmp.pid_1_2'": "/nfs/u/.triton/cache",
+        "NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.": "0000:3b:00",
+        "safetensors_rust.SafetensorError: Error while deserializing header: HeaderTooLarge (model-00007-of-000096.safetensors)": "model-00007-of-000096.safetensors",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.1 GiB of which 5.00 MiB is free.": "20.00 MiB with 5.00 MiB free",
+    }
+    for text, needle in cases.items():
+        top = SCANNER.explain_bytes(text.encode()).matches[0]
+        assert needle in top.cause, (top.sig.id, top.cause)
+
+
+def test_malformed_kb_is_rejected():
+    good = """
+[[signature]]
+id = "x-y"
+title = "t"
+keywords = ["k"]
+patterns = ['k']
+cause = "c"
+fix = "f"
+"""
+    assert parse_kb_text(good, "other")[0].id == "x-y"
+    with pytest.raises(KBError, match="missing"):
+        parse_kb_text(good.replace('fix = "f"', ""), "other")
+    with pytest.raises(KBError, match="kebab"):
+        parse_kb_text(good.replace('"x-y"', '"X_Y"'), "other")
+    with pytest.raises(KBError, match="malformed check code"):
+        parse_kb_text(good + 'related_checks = ["net1"]\n', "other")
+    with pytest.raises(KBError, match="tier"):
+        parse_kb_text(good + 'tier = "bad"\n', "other")
+    with pytest.raises(KBError, match="unknown key"):
+        parse_kb_text(good + 'pattern = "typo"\n', "other")
+    with pytest.raises(KBError, match="category"):
+        parse_kb_text('category = "network"\n' + good, "other")
+
+
+def test_related_checks_exist_in_the_registry():
+    registry = pytest.importorskip("k3doctor.registry", reason="team check registry not importable")
+    codes = set(registry.load_checks())
+    missing = sorted({c for s in KB for c in s.related_checks} - codes)
+    assert not missing, f"KB references check codes the registry lacks: {missing}"
