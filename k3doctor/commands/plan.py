@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from .check import DashDashCommand
 
 
-def _fail(msg: str) -> None:
+def _fail(msg: str) -> NoReturn:
     raise click.UsageError(msg)
 
 
@@ -176,10 +176,10 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
 
     from ..checks.mem import CHECKS
 
-    findings = []
+    findings: list[Any] = []
     for cls in CHECKS:
         try:
-            findings.extend(cls().run(facts))
+            findings.extend(cls().run(facts))  # type: ignore[arg-type]
         except Skip:
             continue
     if as_json:

@@ -33,6 +33,8 @@ KNOWN_MODELS: dict[str, str] = {
     "moonshotai/kimi-k2-instruct-0905": "kimi-k2",
     "moonshotai/kimi-k2-base": "kimi-k2",
     "moonshotai/kimi-k2-thinking": "kimi-k2-thinking",
+    "deepseek-ai/deepseek-v2-lite": "deepseek-v2-lite",
+    "deepseek-ai/deepseek-v2-lite-chat": "deepseek-v2-lite",
     "deepseek-ai/deepseek-v3": "deepseek-v3",
     "deepseek-ai/deepseek-v3-0324": "deepseek-v3",
     "deepseek-ai/deepseek-v3.1": "deepseek-v3",
@@ -58,6 +60,7 @@ KNOWN_MODELS: dict[str, str] = {
     "meta-llama/llama-3.1-70b-instruct": "llama-3.1-70b",
     "meta-llama/meta-llama-3.1-70b-instruct": "llama-3.1-70b",
     "meta-llama/llama-3.3-70b-instruct": "llama-3.1-70b",
+    "redhatai/llama-3.3-70b-instruct-fp8-dynamic": "llama-3.3-70b-fp8-dynamic",
     "meta-llama/llama-3.1-405b-instruct": "llama-3.1-405b",
     "meta-llama/llama-3.2-1b-instruct": "llama-3.2-1b",
     "meta-llama/llama-3.2-3b-instruct": "llama-3.2-3b",
@@ -160,7 +163,17 @@ def _quant(cfg: Mapping[str, Any]) -> tuple[str, tuple[int, int]]:
         return "bf16", (128, 128)
     method = str(q.get("quant_method", "")).lower()
     fmt = str(q.get("format", "")).lower()
-    if method == "fp8" or (method == "compressed-tensors" and "float-quantized" in fmt):
+    if method == "compressed-tensors" and "float-quantized" in fmt:
+        groups = q.get("config_groups") or {}
+        strat = ""
+        for g in groups.values():
+            strat = str(((g or {}).get("weights") or {}).get("strategy", ""))
+        if strat in ("channel", "tensor"):
+            return "fp8_channel", (1, 1)
+        first: dict[str, Any] = dict(next(iter(groups.values()), None) or {})
+        blk = (first.get("weights") or {}).get("block_structure") or [128, 128]
+        return "fp8_block", (int(blk[0]), int(blk[1]))
+    if method == "fp8":
         blk = q.get("weight_block_size") or [128, 128]
         return "fp8_block", (int(blk[0]), int(blk[1]))
     if method == "mxfp4":
@@ -201,7 +214,7 @@ def spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
                 f"config.json ({arch}) lacks {', '.join(missing)}", missing=missing
             )
 
-    base = dict(
+    base: dict[str, Any] = dict(
         arch=arch,
         tie_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         quant=quant,
@@ -229,11 +242,25 @@ def spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
             intermediate=int(cfg.get("intermediate_size") or 0), first_dense=fk, moe_layers=moe_layers,
             mtp_layers=int(cfg.get("num_nextn_predict_layers") or 0), mla_layers=tuple(range(L)), **base,
         )
+    dense_types = ("llama", "qwen2", "qwen3", "mistral", "gemma", "phi3", "granite")
+    known = (mt in ("gpt_oss", "mixtral", "qwen3_moe", "qwen2_moe", "glm4_moe") + dense_types
+             or any(a in arch for a in ("GptOss", "Mixtral", "Qwen3Moe", "Qwen2Moe", "Glm4Moe", "Llama", "Qwen2For",
+                                        "Qwen3For", "MistralFor")))
+    if not known:
+        generic = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size",
+                   "intermediate_size")
+        missing = [k for k in generic if cfg.get(k) is None]
+        raise UnknownArchitecture(
+            f"architecture {arch!r} (model_type {mt!r}) is not modelled (known: Kimi-K3, DeepSeek-V2/V3/R1, Kimi-K2, "
+            "Qwen3/Qwen2(-MoE), Llama, Mistral, Mixtral, gpt-oss, GLM-4.5)"
+            + (f"; config.json also lacks {', '.join(missing)}" if missing else ""),
+            missing=["architectures (a supported value)"] + missing,
+        )
     need("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
     H, L, nh = int(cfg["hidden_size"]), int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"])
     kvh = int(cfg.get("num_key_value_heads") or nh)
     hd = int(cfg.get("head_dim") or H // nh)
-    common = dict(hidden=H, layers=L, vocab=int(cfg["vocab_size"]), heads=nh, kv_heads=kvh, head_dim=hd,
+    common: dict[str, Any] = dict(hidden=H, layers=L, vocab=int(cfg["vocab_size"]), heads=nh, kv_heads=kvh, head_dim=hd,
                   mla_layers=tuple(range(L)), **base)
     if mt == "gpt_oss" or "GptOss" in arch:
         need("num_local_experts", "intermediate_size")
@@ -267,7 +294,6 @@ def spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
                          intermediate=int(cfg["intermediate_size"]), first_dense=fk, moe_layers=tuple(range(fk, L)),
                          mtp_layers=int(cfg.get("num_nextn_predict_layers") or 0),
                          attn_bias=bool(cfg.get("attention_bias", True)), qk_norm=bool(cfg.get("use_qk_norm", False)), **common)
-    dense_types = ("llama", "qwen2", "qwen3", "mistral", "gemma", "phi3", "granite")
     if mt in dense_types or any(a in arch for a in ("Llama", "Qwen2For", "Qwen3For", "MistralFor")):
         need("intermediate_size")
         return ModelSpec(family="dense", intermediate=int(cfg["intermediate_size"]),

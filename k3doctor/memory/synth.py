@@ -50,6 +50,8 @@ def _lin(prefix: str, out: int, inp: int, q: str, block: tuple[int, int] = (128,
     if q == "fp8_block":
         ts = [_t(f"{prefix}.weight", "F8_E4M3", (out, inp), shard),
               _t(f"{prefix}.weight_scale_inv", "F32", (ceil(out / block[0]), ceil(inp / block[1])), shard)]
+    elif q == "fp8_channel":
+        ts = [_t(f"{prefix}.weight", "F8_E4M3", (out, inp), shard), _t(f"{prefix}.weight_scale", "F32", (out, 1), shard)]
     elif q == "nvfp4":
         ts = [_t(f"{prefix}.weight", "U8", (out, inp // 2), shard), _t(f"{prefix}.weight_scale", "F8_E4M3", (out, inp // 16), shard),
               _t(f"{prefix}.weight_scale_2", "F32", (), shard), _t(f"{prefix}.input_scale", "F32", (), shard)]
@@ -65,15 +67,19 @@ def _lin(prefix: str, out: int, inp: int, q: str, block: tuple[int, int] = (128,
     return ts
 
 
-def synthesise(spec: ModelSpec) -> list[Tensor]:
-    """The full tensor list the checkpoint described by ``spec`` carries."""
+def synthesise(spec: ModelSpec, *, experts_limit: int | None = None) -> list[Tensor]:
+    """The full tensor list the checkpoint described by ``spec`` carries.
+
+    ``experts_limit`` keeps only the first N routed experts per layer (compact planning: the
+    aggregator scales them back up)."""
+    ne = spec.experts if experts_limit is None else min(spec.experts, experts_limit)
     if spec.family == "kimi_k3":
-        return list(_kimi_k3(spec))
-    return list(_generic(spec))
+        return list(_kimi_k3(spec, ne))
+    return list(_generic(spec, ne))
 
 
 # ---------------------------------------------------------------------------------------------
-def _kimi_k3(s: ModelSpec) -> Iterator[Tensor]:
+def _kimi_k3(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
     H, E, I, lat = s.hidden, s.experts, s.moe_intermediate, s.latent
     nshards = s.layers + 3
     sh = lambda n: f"model-{n:05d}-of-{nshards:06d}.safetensors"  # noqa: E731 - K3's 5/6-digit naming
@@ -124,7 +130,7 @@ def _kimi_k3(s: ModelSpec) -> Iterator[Tensor]:
             yield _t(m + "shared_experts.gate_proj.weight", "BF16", (S, H), f)
             yield _t(m + "shared_experts.up_proj.weight", "BF16", (S, H), f)
             yield _t(m + "shared_experts.down_proj.weight", "BF16", (H, S), f)
-        for e in range(E):
+        for e in range(n_exp):
             x = f"{m}experts.{e}."
             yield _t(x + "w1.weight_packed", "U8", (I, lat // 2), f)
             yield _t(x + "w1.weight_scale", "U8", (I, lat // 32), f)
@@ -166,13 +172,13 @@ def _kimi_k3(s: ModelSpec) -> Iterator[Tensor]:
 
 
 # ---------------------------------------------------------------------------------------------
-def _generic(s: ModelSpec) -> Iterator[Tensor]:
+def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
     H = s.hidden
     q = s.quant
     blk = s.quant_block
     # which parts are quantised
-    q_attn = q if q in ("fp8_block",) else "bf16"
-    q_dense = q if q in ("fp8_block", "nvfp4") else "bf16"
+    q_attn = q if q in ("fp8_block", "fp8_channel") else "bf16"
+    q_dense = q if q in ("fp8_block", "nvfp4", "fp8_channel") else "bf16"
     q_shared = q if q in ("fp8_block", "nvfp4") else "bf16"
     q_exp = q if q in ("fp8_block", "nvfp4", "int4_ct", "mxfp4_ct") else "bf16"
     total_layers = s.layers + s.mtp_layers
@@ -210,9 +216,8 @@ def _generic(s: ModelSpec) -> Iterator[Tensor]:
             yield _t(p + "hnorm.weight", "BF16", (H,))
             yield _t(p + "eh_proj.weight", "BF16", (H, 2 * H))
             yield _t(p + "shared_head.norm.weight", "BF16", (H,))
-            if s.family == "glm4_moe":
-                yield _t(p + "shared_head.head.weight", "BF16", (s.vocab, H))
-                yield _t(p + "embed_tokens.weight", "BF16", (s.vocab, H))
+            yield _t(p + "shared_head.head.weight", "BF16", (s.vocab, H))
+            yield _t(p + "embed_tokens.weight", "BF16", (s.vocab, H))
         if i not in moe_set:
             m = p + "mlp."
             yield from _lin(m + "gate_proj", s.intermediate, H, q_dense, blk)
@@ -234,7 +239,7 @@ def _generic(s: ModelSpec) -> Iterator[Tensor]:
         if s.family == "mixtral":
             m = p + "block_sparse_moe."
             yield _t(m + "gate.weight", "BF16", (E, H))
-            for e in range(E):
+            for e in range(n_exp):
                 x = f"{m}experts.{e}."
                 yield from _lin(x + "w1", I, H, q_exp, blk)
                 yield from _lin(x + "w2", H, I, q_exp, blk)
@@ -252,7 +257,7 @@ def _generic(s: ModelSpec) -> Iterator[Tensor]:
             yield from _lin(f"{m}{sname}.down_proj", H, S, q_shared, blk)
             if s.family == "qwen_moe":
                 yield _t(m + "shared_expert_gate.weight", "BF16", (1, H))
-        for e in range(E):
+        for e in range(n_exp):
             x = f"{m}experts.{e}."
             yield from _lin(x + "gate_proj", I, H, q_exp, blk)
             yield from _lin(x + "up_proj", I, H, q_exp, blk)

@@ -1,0 +1,269 @@
+"""MEM family: per-rank memory projection (weights, load transient, KV/state, replicated floor)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ..check import Check
+from ..model import Finding, Severity
+
+GiB = 1 << 30
+
+
+def _plan(facts: Any) -> Any:
+    from ..memory.plan import plan_from_facts
+
+    return plan_from_facts(facts)
+
+
+def _gib(b: float) -> str:
+    return f"{b / GiB:.2f} GiB"
+
+
+def _flag(plan: Any, sglang: str, vllm: str) -> str:
+    return sglang if plan.engine == "sglang" else vllm
+
+
+def _smallest_fitting(plan: Any, facts: Any) -> str:
+    """Concrete launch flags of the smallest plan that fits (for the fix text)."""
+    try:
+        from ..memory.inventory import load_inventory
+        from ..memory.search import candidate_label, search_plans
+
+        inv = load_inventory(facts.option("model_dir") or facts.get("launch").get("model"))
+        gpn = plan.parallel.gpus_per_node or 8
+        for c in search_plans(inv, plan.parallel, plan.gpu, gpus_per_node=gpn):
+            if c.fits:
+                p = c.parallel
+                if plan.engine == "sglang":
+                    flags = f"--tp-size {p.tp}" + (f" --ep-size {p.ep}" if p.ep > 1 else "") + (
+                        f" --pp-size {p.pp}" if p.pp > 1 else "")
+                else:
+                    flags = f"--tensor-parallel-size {p.tp}" + (" --enable-expert-parallel" if p.ep > 1 else "") + (
+                        f" --pipeline-parallel-size {p.pp}" if p.pp > 1 else "")
+                return f"{flags} --nnodes {c.nodes} ({candidate_label(p)}, {p.world} GPUs; `k3doctor plan --search`)"
+    except Exception:  # noqa: BLE001 - the suggestion is best effort; the finding stands without it
+        pass
+    return "more GPUs (see `k3doctor plan --search`)"
+
+
+class MEM001(Check):
+    """Model weights do not fit the per-rank memory budget
+
+    ## What it checks
+    Projects every rank's weight bytes under the engine's placement rules (TP/EP/PP sharding,
+    replicated routers, MLA LoRA fronts, Kimi-K3 latent projections, vocab-parallel embeddings,
+    vLLM's MoE intermediate padding) and compares them with the static budget: SGLang
+    `--mem-fraction-static` × free memory at start, vLLM `--gpu-memory-utilization` × total minus
+    the profile run's activations.
+
+    ## Why it matters
+    The engine finds out only after reading the checkpoint — for a 1.56 TB model that is
+    10+ minutes — and then dies with "Not enough memory" / CUDA OOM or "No available memory for
+    the cache blocks".
+
+    ## How to fix
+    Use more GPUs (the finding names the smallest plan that fits), expert parallelism, a
+    lower-precision checkpoint, or a higher memory fraction when the shortfall is small.
+    """
+
+    facts = ("launch", "gpu")
+    severity = Severity.ERROR
+
+    def run(self, facts: Any) -> Iterator[Finding]:
+        plan = _plan(facts)
+        if plan.weights_fit:
+            return
+        worst = max(plan.stages, key=lambda s: s.weights_bytes)
+        yield self.finding(
+            f"weights need {_gib(worst.weights_bytes)} per rank but the {plan.engine} budget is "
+            f"{_gib(plan.budget_bytes)} on {plan.gpu.name} ({_gib(plan.gpu.memory_total)}): no room for the KV cache",
+            subject=f"rank={worst.rank}",
+            evidence={"weights_bytes": worst.weights_bytes, "budget_bytes": plan.budget_bytes,
+                      "memory_total": plan.gpu.memory_total, "world_size": plan.parallel.world,
+                      "mem_fraction": plan.parallel.mem_fraction, "header_only": plan.header_only},
+            fix=_smallest_fitting(plan, facts),
+        )
+
+
+class MEM002(Check):
+    """KV cache / KDA state too small for the requested context or concurrency
+
+    ## What it checks
+    What is left of the budget after weights becomes KV cache (MLA latent: held in full on every
+    attention-TP rank unless `--dcp-size`; GQA: split by KV heads) and, for Kimi-K3, the KDA
+    recurrent-state pool (per request slot, sharded by attention-TP only). The projection gives the
+    largest context at the requested concurrency and the largest concurrency at the requested
+    context.
+
+    ## Why it matters
+    vLLM refuses to start ("… the estimated maximum model length is N"); SGLang starts but caps
+    `max_total_num_tokens` and queues requests.
+
+    ## How to fix
+    Lower `--max-model-len` / `--context-length` to the largest value that fits (named in the
+    finding), use an FP8 KV cache, raise the memory fraction, or add GPUs.
+    """
+
+    facts = ("launch", "gpu")
+    severity = Severity.ERROR
+
+    def run(self, facts: Any) -> Iterator[Finding]:
+        plan = _plan(facts)
+        if not plan.weights_fit or plan.kv_fits or plan.header_only:
+            return
+        want = plan.requested_context or 0
+        flag = _flag(plan, "--context-length", "--max-model-len")
+        yield self.finding(
+            f"KV cache holds {plan.max_context:,} tokens per request at concurrency {plan.requested_concurrency} "
+            f"({plan.kv_tokens:,} tokens, {plan.kv_bytes_per_token:,} B/token per rank); {want:,} requested"
+            + (f"; at {want:,} tokens at most {plan.max_concurrency} requests fit" if plan.max_concurrency is not None else ""),
+            subject=f"context={want}",
+            evidence={"max_context": plan.max_context, "requested_context": want, "kv_tokens": plan.kv_tokens,
+                      "kv_bytes_per_token": plan.kv_bytes_per_token, "kv_bytes": min(s.kv_bytes for s in plan.stages),
+                      "max_concurrency": plan.max_concurrency, "requested_concurrency": plan.requested_concurrency},
+            fix=f"{flag} {plan.max_context} (largest that fits), or --kv-cache-dtype fp8_e4m3, a higher "
+                + _flag(plan, "--mem-fraction-static", "--gpu-memory-utilization") + ", or more GPUs",
+        )
+
+
+class MEM003(Check):
+    """Weight loading transient runs out of memory
+
+    ## What it checks
+    The peak during loading: weights already placed + CUDA context/NCCL + the loader's transient.
+    `fastsafetensors` copies whole shard files to every reading rank's GPU and keeps two batches
+    in flight (2 × the largest shard); Marlin MXFP4 repacking holds ~2× one layer's local experts.
+
+    ## Why it matters
+    A load that fits at steady state can still OOM at minute 10 of the weight load.
+
+    ## How to fix
+    Use the default loader (`--load-format safetensors`), or serial fastsafetensors
+    (`VLLM_FASTSAFETENSORS_QUEUE_SIZE=-1`), or more GPUs.
+    """
+
+    facts = ("launch", "gpu")
+    severity = Severity.ERROR
+
+    def run(self, facts: Any) -> Iterator[Finding]:
+        plan = _plan(facts)
+        if plan.load_fits:
+            return
+        worst = max(plan.stages, key=lambda s: s.load_peak_bytes)
+        fmt = (plan.parallel.load_format or "auto").lower()
+        fix = ("--load-format safetensors (or VLLM_FASTSAFETENSORS_QUEUE_SIZE=-1 to stage one shard at a time)"
+               if fmt == "fastsafetensors" else "more GPUs (smaller per-rank weights) or a non-repacking MoE backend")
+        yield self.finding(
+            f"load peak {_gib(worst.load_peak_bytes)} per rank exceeds free memory {_gib(plan.gpu.memory_free or 0)} "
+            f"(weights {_gib(worst.weights_bytes)} + transient {_gib(worst.transient_bytes)})",
+            subject=f"rank={worst.rank}",
+            evidence={"load_peak_bytes": worst.load_peak_bytes, "transient_bytes": worst.transient_bytes,
+                      "weights_bytes": worst.weights_bytes, "memory_free": plan.gpu.memory_free,
+                      "max_shard_bytes": plan.max_shard_bytes, "load_format": fmt},
+            fix=fix,
+        )
+
+
+class MEM004(Check):
+    """Replicated floor dominates: doubling GPUs barely shrinks per-rank weights
+
+    ## What it checks
+    Re-projects the plan with twice the GPUs (TP × 2, EP × 2 where EP is on) and compares the
+    per-rank weights. Below a 25% saving the replicated part dominates; the finding names the
+    components that do not shrink (replicated routers, MLA q_a/kv_a, Kimi-K3 latent projections,
+    shared experts under all-to-all backends, vLLM's 256-padded MoE intermediate).
+
+    ## Why it matters
+    Scaling out to fit the model does not work; the fix is a different placement (expert
+    parallelism, a backend that shards what is replicated), not more nodes.
+
+    ## How to fix
+    Turn on expert parallelism (`--ep-size` / `--enable-expert-parallel`), shard the components
+    named, or use a build without the padding.
+    """
+
+    facts = ("launch", "gpu")
+    severity = Severity.WARNING
+
+    def run(self, facts: Any) -> Iterator[Finding]:
+        from dataclasses import replace
+
+        from ..memory.inventory import load_inventory
+        from ..memory.plan import compute_plan
+
+        plan = _plan(facts)
+        if plan.header_only:
+            return
+        p = plan.parallel
+        bigger = replace(p, tp=p.tp * 2, ep=(p.ep * 2 if p.ep > 1 else 1), nnodes=p.nnodes * 2, env=dict(p.env))
+        try:
+            inv = load_inventory(facts.option("model_dir") or facts.get("launch").get("model"))
+            p2 = compute_plan(inv, bigger, plan.gpu)
+        except Exception as exc:  # noqa: BLE001 - an impossible doubled plan means nothing to compare
+            raise self.skip(f"no doubled plan to compare with ({exc})") from None
+        w1, w2 = plan.max_rank_weights_bytes, p2.max_rank_weights_bytes
+        saving = 1 - w2 / w1 if w1 else 0
+        if saving >= 0.25:
+            return
+        c1 = max(plan.stages, key=lambda s: s.weights_bytes).components
+        c2 = max(p2.stages, key=lambda s: s.weights_bytes).components
+        stuck = sorted(((k, v, c2.get(k, 0)) for k, v in c1.items() if c2.get(k, 0) > 0.75 * v),
+                       key=lambda t: -t[1])[:4]
+        names = ", ".join(f"{k} {_gib(v)}→{_gib(v2)}" for k, v, v2 in stuck)
+        yield self.finding(
+            f"doubling to {bigger.world} GPUs cuts per-rank weights only {saving * 100:.0f}% "
+            f"({_gib(w1)} → {_gib(w2)}); not shrinking: {names}",
+            subject=f"world={p.world}",
+            evidence={"weights_bytes": w1, "weights_bytes_doubled": w2, "world_size": p.world,
+                      "world_size_doubled": bigger.world, "saving_pct": round(saving * 100, 1),
+                      **{f"stuck_{k}_bytes": int(v) for k, v, _ in stuck}},
+            fix=("enable expert parallelism (--enable-expert-parallel) so routed experts are split whole, not padded"
+                 if plan.engine == "vllm" and p.ep <= 1 else
+                 "shard the components named (expert parallelism, a backend that does not replicate shared experts)"),
+        )
+
+
+class MEM005(Check):
+    """Measured per-rank weights exceed the projection by more than 10%
+
+    ## What it checks
+    Compares a measured per-rank weight figure — `--measured-gib`, or the engine log line
+    ("Load weight end … mem usage=" for SGLang, "Model loading took … GiB" for vLLM, passed with
+    `--engine-log`) — with the projection.
+
+    ## Why it matters
+    More than 10% above the projection means the loader replicates what should be sharded (or
+    keeps a dequantised/repacked copy), which also caps the KV cache.
+
+    ## How to fix
+    Compare the per-component table of `k3doctor plan` with the engine's module placement; check
+    the MoE backend / loader version named in the finding.
+    """
+
+    facts = ("launch", "gpu")
+    severity = Severity.WARNING
+
+    def run(self, facts: Any) -> Iterator[Finding]:
+        measured = facts.option("measured_bytes")
+        if measured is None and facts.option("measured_gib") is not None:
+            measured = float(facts.option("measured_gib")) * GiB
+        if measured is None:
+            raise self.skip("no measured per-rank figure (--measured-gib or --engine-log)")
+        plan = _plan(facts)
+        proj = plan.max_rank_weights_bytes
+        ratio = measured / proj if proj else 0
+        if ratio <= 1.10:
+            return
+        yield self.finding(
+            f"measured {_gib(measured)} per rank is {(ratio - 1) * 100:.0f}% above the projected {_gib(proj)}: "
+            "the loader replicates what should be sharded",
+            subject="weights",
+            evidence={"measured_bytes": int(measured), "projected_bytes": proj, "ratio": round(ratio, 4),
+                      "engine": plan.engine, "moe_backend": plan.parallel.moe_backend},
+            fix="compare `k3doctor plan` components with the engine's placement; try another MoE backend / loader "
+                "version, or enable expert parallelism",
+        )
+
+
+CHECKS = [MEM001, MEM002, MEM003, MEM004, MEM005]

@@ -1,0 +1,113 @@
+"""Engine effects as named constants, each with its source.
+
+Everything here is either read from engine source (path given) or an explicitly labelled estimate.
+Rules (what is replicated, what is sharded) live in :mod:`placement`; only *amounts* live here.
+"""
+
+from __future__ import annotations
+
+GiB = 1 << 30
+MiB = 1 << 20
+
+# -- placement ---------------------------------------------------------------------------------
+#: SGLang replicates shared experts (tp_size=1) under these all-to-all MoE backends.
+#: sgl:python/sglang/srt/models/deepseek_v2.py (DeepseekV2MoE: shared_experts tp_size=1 when
+#: deepep/mooncake); Kimi-K3 adds MegaMoE (kimi-k3.md §4.1, S7).
+SGLANG_A2A_REPLICATE_SHARED = frozenset({"deepep", "mooncake", "megamoe", "mori", "ascend_fuseep"})
+
+#: vLLM Kimi-K3: when ``moe_intermediate_size // tp < 256`` the per-rank intermediate is padded
+#: to 256 (vllm/models/kimi_k3/nvidia/model.py, kimi-k3.md §4.2; removed by
+#: local-inference-lab/vllm#385 "can prevent the official MXFP4 checkpoint from fitting").
+VLLM_K3_MOE_PAD_MULTIPLE = 256
+
+#: vLLM MXFP4 MoE (gpt-oss): per-rank intermediate rounded up to a multiple of 256 on the Hopper
+#: backends (vllm/model_executor/layers/quantization/mxfp4.py Mxfp4MoEMethod.create_weights;
+#: domain.md §C.1). gpt-oss: 2880 -> 3072 (+6.7% expert bytes), matching the receipts.
+VLLM_MXFP4_PAD_MULTIPLE = 256
+
+# -- load-time transients -------------------------------------------------------------------
+#: Marlin MXFP4 repack: per expert ``.view(int32).T.contiguous()`` + ``gptq_marlin_repack`` into a
+#: list, then ``torch.cat`` -> ~2x one layer's local expert bytes live at once; freed per layer.
+#: vllm:vllm/model_executor/layers/quantization/utils/marlin_utils_fp4.py (domain.md §C.2).
+MARLIN_REPACK_FACTOR = 2.0
+
+#: fastsafetensors: each rank copies whole files to GPU (``file_size - header``); the
+#: ParallelLoader queue default (0) keeps two batches in flight -> 2 x shard bytes per rank.
+#: fastsafetensors docs/configuration.md, loader.py; vLLM ``VLLM_FASTSAFETENSORS_QUEUE_SIZE``;
+#: fastsafetensors#71 (domain.md §D).
+FASTSAFETENSORS_BUFFERS = 2
+#: misaligned header -> an extra 1 GiB temporary buffer (fastsafetensors loader.py).
+FASTSAFETENSORS_MISALIGNED_EXTRA = 1 * GiB
+
+#: Default safetensors loader: mmap + per-tensor narrow + copy; the transient is one tensor's
+#: per-rank slice at a time (vllm weight_utils.safetensors_weights_iterator,
+#: sgl weight_utils.py). We charge the largest single tensor (whole) as an upper bound.
+DEFAULT_LOADER_TRANSIENT = "largest tensor"
+
+# -- per-process reserves ---------------------------------------------------------------------
+#: CUDA context + torch/cuBLAS handles on Hopper: ~0.5 GiB per process. Estimate; matches the gap
+#: between NVML total and SGLang's first "avail mem" line in public H100/H200 logs.
+CUDA_CONTEXT_BYTES = 512 * MiB
+#: NCCL communicators, custom all-reduce IPC buffers, symmetric memory for a TP group. Estimate
+#: (SGLang "Init torch distributed ends. mem usage=" lines are 0.3-1.2 GiB in public logs).
+NCCL_BYTES = 563 * MiB  # 0.55 GiB non-torch at TP2 in the vLLM H100 logs
+#: Extra for a TP group spanning nodes (IB/NET proxy buffers). No public measurement found, so
+#: nothing is charged; kept as a named knob.
+NCCL_MULTINODE_EXTRA = 0
+
+# -- SGLang ------------------------------------------------------------------------------------
+#: ``_handle_gpu_memory_settings`` (sgl:python/sglang/srt/server_args.py, domain.md §B.1):
+#: reserved MB = 512 + max(chunked_prefill, 2048) * 1.5 + cuda_graph_max_bs * 2 + tp*pp/8*1024,
+#: at least 10 GB on GPUs > 60 GB; fraction = (gpu - reserved) / gpu.
+SGLANG_RESERVED_BASE_MB = 512
+SGLANG_RESERVED_MIN_BIG_GPU_MB = 10 * 1024
+SGLANG_DEFAULT_CHUNKED_PREFILL = 8192  # H200-class tier
+SGLANG_DEFAULT_CUDA_GRAPH_BS = 512  # tp >= 4 on the H200-class tier
+#: Kimi-K3 KDA state slots per request (S6): extra_buffer (default) 5, extra_buffer_lazy 4,
+#: no_buffer 3; 1 with radix cache off.
+SGLANG_K3_STATE_SLOTS = 5
+#: SGLang cookbook calculator default request length for --mamba-full-memory-ratio (S6).
+SGLANG_K3_RATIO_REQUEST_LEN = 11264
+
+#: SGLang's "Load weight end ... mem usage=" is the drop in device *free* memory across loading
+#: (model_runner.load_model, get_available_gpu_memory with empty_cache), so it also catches
+#: non-torch allocations made while loading (lazily loaded CUDA kernel modules, cuBLAS handles),
+#: which vLLM's torch-allocated "Model loading took" does not. Same checkpoint, TP1: Qwen3-0.6B
+#: SGLang 1.20 GB(GiB) vs vLLM 1.12 GiB -> ~0.09 GiB (docs/validation.md). Estimate.
+SGLANG_LOAD_NONTORCH_BYTES = 92 * MiB
+
+# -- vLLM --------------------------------------------------------------------------------------
+#: ``--gpu-memory-utilization`` default (vllm/config/cache.py; 0.9 in older releases).
+VLLM_DEFAULT_UTIL = 0.9
+#: V1 batch defaults for the OpenAI server on GPUs with >= 70 GiB (EngineArgs.get_batch_defaults):
+#: max_num_batched_tokens 8192, max_num_seqs 1024; smaller GPUs 2048 / 256.
+VLLM_BIG_GPU_BYTES = 70 * GiB
+VLLM_MAX_BATCHED_TOKENS = (8192, 2048)
+VLLM_MAX_NUM_SEQS = (1024, 256)
+#: Sampler dummy run (gpu_model_runner._dummy_sampler_run) on max_num_seqs rows of full-vocab
+#: logits (all-gathered on every TP rank) dominates vLLM's profiled "torch peak memory increase".
+#: Public H100 logs (docs/validation.md, receipts vllm-h100-*) give 38.4-39.6 B per (row, vocab)
+#: entry at max_num_seqs 1024 for four models with vocabularies 128k-201k: Llama-3.1-8B 4.76 GiB,
+#: Qwen3-0.6B 5.56 GiB, gpt-oss-20b/120b 7.38 GiB, Llama-3.3-70B-FP8 4.84 GiB. That matches the
+#: tensors the sampler holds at once: bf16 logits (2) + fp32 copy (4) + raw logprobs fp32 (4) +
+#: top-k/top-p sort values (4) + int64 indices (8) + softmax (4) + cumsum (4) + mask (1) +
+#: scatter-back (4) + sampling probs (4) = 39 B.
+VLLM_SAMPLER_BYTES_PER_LOGIT = 38.5
+#: Residual-stream buffers alive during the profile forward (hidden, residual, norm out, attn out,
+#: gathered copies): 6 x tokens x hidden x 2 B. Estimate from the model code's tensor lifetimes.
+VLLM_RESIDUAL_BUFFERS = 6
+#: CUDA-graph memory vLLM charges before sizing the KV cache: the same H100 logs show -0.45 to
+#: +1.03 GiB ("CUDAGraph memory"); we charge a flat quarter GiB.
+VLLM_CUDAGRAPH_BYTES = 256 * MiB
+#: vLLM non-torch memory at TP1 (cuBLAS/NCCL-less workspaces): 0.13 GiB in the same H100 logs;
+#: 0.55 GiB at TP2 (NCCL + custom all-reduce) -> NCCL_BYTES below.
+VLLM_NONTORCH_TP1 = 133 * MiB
+#: vLLM hybrid (KDA/Mamba + attention) allocator: attention block size is rounded up so that one
+#: attention page >= one state page, in multiples of this (kimi-k3.md §5.3: 768 tokens at TP8).
+VLLM_HYBRID_BLOCK_MULTIPLE = 64
+
+# -- KV cache dtypes -------------------------------------------------------------------------
+KV_DTYPE_BYTES = {
+    "auto": 2, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2, "half": 2,
+    "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1, "fp8_ds_mla": 656 / 576, "fp4_e2m1": 0.5 + 1 / 32, "int8": 1,
+}

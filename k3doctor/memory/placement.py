@@ -1,0 +1,320 @@
+"""Per-rank weight placement by engine rules (domain.md §A, kimi-k3.md §4).
+
+Every inventory group gets a *role* (what it is, shown to the user) and a *kind* (how the engine
+places it). :func:`stage_weights` turns the groups into bytes per rank of one pipeline stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from . import constants as C
+from .inventory import Group, Inventory
+from .spec import ModelSpec
+
+__all__ = ["Parallel", "PlanError", "classify", "classified", "stage_layers", "stage_weights", "validate_parallel"]
+
+
+class PlanError(ValueError):
+    """An impossible parallel plan; the message names the constraint and a way out."""
+
+
+@dataclass
+class Parallel:
+    engine: str = "sglang"
+    tp: int = 1
+    ep: int = 1
+    pp: int = 1
+    dp: int = 1
+    dp_attention: bool = False
+    dcp: int = 1
+    nnodes: int = 1
+    gpus_per_node: int | None = None
+    moe_backend: str | None = None
+    a2a_backend: str | None = None
+    dp_lm_head: bool = False
+    moe_dense_tp_size: int | None = None
+    load_format: str | None = None
+    kv_cache_dtype: str | None = None
+    mem_fraction: float | None = None
+    context: int | None = None
+    concurrency: int | None = None
+    mamba_ssm_dtype: str | None = None
+    cuda_graph_max_bs: int | None = None
+    chunked_prefill_size: int | None = None
+    max_num_batched_tokens: int | None = None
+    max_running: int | None = None
+    speculative: bool = False
+    language_only: bool = False
+    mamba_ratio: float | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    # -- derived groups -----------------------------------------------------------------
+    @property
+    def world(self) -> int:
+        if self.engine == "sglang" and self.dp_attention:
+            return self.tp * self.pp
+        return self.tp * self.pp * self.dp
+
+    @property
+    def attn_tp(self) -> int:
+        if self.engine == "sglang" and self.dp_attention and self.dp > 1:
+            return max(1, self.tp // self.dp)
+        return self.tp
+
+    @property
+    def moe_ep(self) -> int:
+        if self.engine == "vllm":
+            return self.tp * self.dp if self.ep > 1 else 1
+        return self.ep
+
+    @property
+    def moe_tp(self) -> int:
+        if self.engine == "vllm":
+            return 1 if self.ep > 1 else self.tp * self.dp
+        return max(1, self.tp // max(1, self.ep))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine, "tp": self.tp, "ep": self.ep, "pp": self.pp, "dp": self.dp,
+            "enable_dp_attention": self.dp_attention, "dcp": self.dcp, "nnodes": self.nnodes,
+            "gpus_per_node": self.gpus_per_node, "world_size": self.world, "attention_tp": self.attn_tp,
+            "moe_ep": self.moe_ep, "moe_tp": self.moe_tp, "moe_backend": self.moe_backend,
+            "load_format": self.load_format or "auto", "kv_cache_dtype": self.kv_cache_dtype or "auto",
+            "mem_fraction": self.mem_fraction,
+        }
+
+
+# -- classification ----------------------------------------------------------------------------
+def classify(g: Group, spec: ModelSpec | None) -> tuple[str, str]:
+    """(role, kind) of one inventory group."""
+    t = g.template
+    low = t.lower()
+    if spec is not None and g.layer >= spec.layers:
+        return "mtp", "skip"
+    if "vision" in low or "visual" in low or "mm_projector" in low or "multi_modal_projector" in low:
+        return "vision", "vision"
+    if "shared_expert_gate" in low:
+        return "router", "rep"
+    if "shared_expert" in low:
+        return "shared_experts", "shared"
+    if ".experts." in low or ".experts{" in low or "experts.{e}" in low.replace("{E}", "{e}"):
+        return "experts", "expert"
+    if "routed_expert_" in low:
+        return "latent_proj", "rep"
+    if ".gate.weight" in low or ".gate.e_score" in low or "e_score_correction" in low or ".router." in low:
+        return "router", "rep"
+    if "embed_tokens" in low or low.endswith("wte.weight") or "embedding" in low:
+        return "embedding", "vocab_embed"
+    if "lm_head" in low or "unembed" in low:
+        return "lm_head", "vocab_head"
+    last = low.rsplit(".", 2)
+    leaf = ".".join(last[-2:])
+    if "norm" in leaf or "_res_proj" in low or "attn_res" in low:
+        return "norms", "rep"
+    if ("mlp." in low or "feed_forward" in low) and any(k in low for k in ("gate_proj", "up_proj", "down_proj", "gate_up_proj", ".w1", ".w2", ".w3")):
+        return "dense_mlp", "dense"
+    if "attn" in low or "attention" in low:
+        if "q_a_proj" in low or "kv_a_proj" in low:
+            return "mla_q_a_kv_a", "rep"
+        if "f_a_proj" in low:
+            return "kda_f_a", "rep"
+        if ("k_proj" in low or "v_proj" in low) and spec is not None and not spec.mla and not spec.kda_layers:
+            return "attention", "kvhead"
+        if ("k_proj" in low or "v_proj" in low) and spec is not None and spec.kda_layers and g.layer not in spec.kda_layers:
+            return "attention", "kvhead"
+        return "attention", "attn"
+    return "other", "rep"
+
+
+def classified(inv: Inventory) -> list[tuple[str, str]]:
+    """(role, kind) for every group of ``inv``, computed once and kept on the inventory."""
+    cached = getattr(inv, "_classified", None)
+    if cached is None or len(cached) != len(inv.groups):
+        cached = [classify(g, inv.spec) for g in inv.groups]
+        inv._classified = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def compact(inv: Inventory) -> list[tuple[int, str, str, int, str]]:
+    """Groups summed per (layer, role, kind): ~10× fewer rows than templates; cached."""
+    cached = getattr(inv, "_compact", None)
+    if cached is None:
+        acc: dict[tuple[int, str, str, str], int] = {}
+        for g, (role, kind) in zip(inv.groups, classified(inv)):
+            tmpl = g.template if g.layer < 0 else ""
+            key = (g.layer, role, kind, tmpl)
+            acc[key] = acc.get(key, 0) + g.nbytes
+        cached = [(layer, role, kind, nb, tmpl) for (layer, role, kind, tmpl), nb in acc.items()]
+        inv._compact = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def stage_layers(num_layers: int, pp: int) -> list[range]:
+    """Layer ranges per pipeline stage (vLLM/SGLang ``get_pp_indices``: the remainder goes to
+    the stages before the last)."""
+    base = num_layers // pp
+    parts = [base] * pp
+    for i in range(2, num_layers % pp + 2):
+        parts[-i] += 1
+    out, start = [], 0
+    for n in parts:
+        out.append(range(start, start + n))
+        start += n
+    return out
+
+
+def _sp_moe(par: Parallel, spec: ModelSpec | None) -> bool:
+    """vLLM sequence-parallel MoE: shared experts and dense MLPs replicated (vllm#50656)."""
+    if par.engine != "vllm" or par.pp != 1 or par.ep <= 1 or par.tp <= 1:
+        return False
+    if par.env.get("VLLM_KIMI_K3_SHARD_SP_SHARED_EXPERT") == "1":
+        return False
+    return par.dp > 1 or (par.moe_backend or "").startswith("deep_gemm_mega")
+
+
+def _a2a(par: Parallel) -> bool:
+    return (par.a2a_backend or "") in C.SGLANG_A2A_REPLICATE_SHARED or (par.moe_backend or "") in C.SGLANG_A2A_REPLICATE_SHARED
+
+
+def expert_pad_factor(par: Parallel, spec: ModelSpec | None) -> float:
+    """Per-rank MoE intermediate padding applied by the engine.
+
+    * vLLM Kimi-K3 pads the per-rank intermediate to 256 when ``I // tp < 256`` (kimi-k3.md §4.2;
+      removed by local-inference-lab/vllm#385).
+    * vLLM MXFP4 MoE (gpt-oss) rounds the per-rank intermediate up to a multiple of 256
+      (vllm/model_executor/layers/quantization/mxfp4.py create_weights; gpt-oss 2880 -> 3072,
+      confirmed by the gpt-oss-20b/120b receipts in docs/validation.md).
+    """
+    if spec is None or par.engine != "vllm":
+        return 1.0
+    if spec.family == "gpt_oss" and spec.quant == "mxfp4":
+        local = spec.moe_intermediate / par.moe_tp
+        m = C.VLLM_MXFP4_PAD_MULTIPLE
+        return (-(-local // m) * m) / local
+    if spec.family != "kimi_k3" or par.moe_tp <= 1:
+        return 1.0
+    local = spec.moe_intermediate // par.moe_tp
+    if local < C.VLLM_K3_MOE_PAD_MULTIPLE:
+        return C.VLLM_K3_MOE_PAD_MULTIPLE / local
+    return 1.0
+
+
+def per_rank_bytes(n: int, role: str, kind: str, par: Parallel, spec: ModelSpec | None) -> float:
+    if kind == "skip":
+        return 0.0
+    if kind == "vision":
+        # K3 SGLang "shards complete images across TP ranks" -> weights on every rank (kimi-k3.md
+        # §4.1); vLLM --language-model-only skips the tower.
+        return 0.0 if par.language_only else n
+    if kind == "rep":
+        return n
+    if kind == "attn":
+        return n / par.attn_tp
+    if kind == "kvhead":
+        kvh = spec.kv_heads if spec is not None else par.attn_tp
+        return n / par.attn_tp if kvh >= par.attn_tp else n / kvh
+    if kind == "dense":
+        if par.engine == "sglang" and par.moe_dense_tp_size == 1:
+            return n
+        if _sp_moe(par, spec):
+            return n
+        return n / par.tp
+    if kind == "shared":
+        if (par.engine == "sglang" and _a2a(par)) or _sp_moe(par, spec):
+            return n
+        return n / par.tp
+    if kind == "vocab_embed":
+        if par.engine == "sglang" and par.dp_attention and par.dp > 1:
+            return n
+        return n / par.tp
+    if kind == "vocab_head":
+        if par.engine == "sglang" and par.dp_attention and par.dp_lm_head:
+            return n / par.attn_tp
+        return n / par.tp
+    if kind == "expert":
+        return n / par.moe_ep / par.moe_tp * expert_pad_factor(par, spec)
+    return n
+
+
+def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]:
+    """Bytes per rank of pipeline stage ``stage``, by role (before engine post-processing)."""
+    spec = inv.spec
+    n_layers = spec.layers if spec is not None else 1 + max((g.layer for g in inv.groups), default=0)
+    ranges = stage_layers(n_layers, par.pp)
+    mine = ranges[stage]
+    first, last = stage == 0, stage == par.pp - 1
+    out: dict[str, float] = {}
+    lo, hi = mine.start, mine.stop
+    for layer, role, kind, nb, _t in compact(inv):
+        if layer >= 0:
+            if not (lo <= layer < hi) and not (spec is not None and layer >= spec.layers):
+                continue
+        else:
+            if kind == "vocab_embed" or role == "vision":
+                if not first:
+                    continue
+            elif kind == "vocab_head" or role in ("norms", "other"):
+                if not last:
+                    continue
+        b = per_rank_bytes(nb, role, kind, par, spec)
+        if b:
+            out[role] = out.get(role, 0.0) + b
+    if spec is not None and spec.tie_embeddings and par.pp > 1 and last and "lm_head" not in out:
+        emb = sum(nb for layer, _r, kind, nb, _t in compact(inv) if kind == "vocab_embed" and layer < 0)
+        out["lm_head"] = emb / par.tp
+    if par.engine == "sglang":
+        out["load_nontorch"] = C.SGLANG_LOAD_NONTORCH_BYTES
+    # engine post-processing that stays resident
+    if spec is not None and spec.mla:
+        mla_here = [i for i in mine if i in set(spec.mla_layers)]
+        heads_local = spec.heads / par.attn_tp
+        copy = heads_local * (spec.qk_nope + spec.v_head) * spec.kv_lora_rank * 2 * len(mla_here)
+        if par.engine == "sglang":
+            out["mla_absorbed"] = copy  # w_kc / w_vc bf16 copies (deepseek_v2.py post_load_weights)
+        elif spec.quant == "fp8_block":
+            out["mla_absorbed"] = copy  # W_UK_T / W_UV dequantised (vLLM MLA process_weights_after_loading)
+    return out
+
+
+def validate_parallel(par: Parallel, spec: ModelSpec | None) -> list[str]:
+    """Reasons the plan is impossible (empty = fine)."""
+    errs: list[str] = []
+    for name in ("tp", "ep", "pp", "dp", "dcp", "nnodes"):
+        v = getattr(par, name)
+        if not isinstance(v, int) or v < 1:
+            errs.append(f"--{name} must be a positive integer (got {v!r})")
+    if errs:
+        return errs
+    if par.engine == "sglang" and par.tp % par.ep:
+        errs.append(f"tp {par.tp} is not a multiple of ep {par.ep} (SGLang requires tp % ep == 0)")
+    if par.dp_attention and par.tp % par.dp:
+        errs.append(f"tp {par.tp} is not a multiple of dp {par.dp} (dp-attention requires tp % dp == 0)")
+    if par.dcp > 1 and par.attn_tp % par.dcp:
+        errs.append(f"attention-TP {par.attn_tp} is not a multiple of dcp {par.dcp}")
+    if par.gpus_per_node and par.world > par.nnodes * par.gpus_per_node:
+        errs.append(f"the plan needs {par.world} GPUs but {par.nnodes} node(s) × {par.gpus_per_node} GPUs = "
+                    f"{par.nnodes * par.gpus_per_node}; add --nnodes or lower tp/pp/dp")
+    if par.gpus_per_node and par.world % par.gpus_per_node and par.world > par.gpus_per_node:
+        errs.append(f"world size {par.world} does not fill whole {par.gpus_per_node}-GPU nodes")
+    if spec is None:
+        return errs
+    if spec.heads % par.attn_tp:
+        errs.append(f"{spec.heads} attention heads are not divisible by attention-TP {par.attn_tp}; "
+                    f"use a tp that divides {spec.heads}")
+    if spec.kda_heads and spec.kda_heads % par.attn_tp:
+        errs.append(f"{spec.kda_heads} KDA heads are not divisible by attention-TP {par.attn_tp}")
+    if spec.is_moe:
+        if spec.experts % par.moe_ep:
+            errs.append(f"{spec.experts} experts are not divisible by EP {par.moe_ep}; pick an ep that divides "
+                        f"{spec.experts}")
+        if spec.moe_intermediate % par.moe_tp:
+            errs.append(f"moe_intermediate_size {spec.moe_intermediate} is not divisible by MoE-TP {par.moe_tp} "
+                        f"(tp/ep); raise ep")
+        elif spec.quant == "fp8_block" and (spec.moe_intermediate // par.moe_tp) % spec.quant_block[0]:
+            errs.append(f"per-rank MoE intermediate {spec.moe_intermediate // par.moe_tp} is not a multiple of the "
+                        f"FP8 block {spec.quant_block[0]}; raise ep (or use --enable-expert-parallel)")
+    if par.pp > spec.layers:
+        errs.append(f"pp {par.pp} exceeds the {spec.layers} layers")
+    return errs

@@ -1,0 +1,450 @@
+"""Per-rank memory projection: weights by role, load transient, KV/state, reserve, free."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import ceil
+from typing import Any, Mapping
+
+from . import constants as C
+from .inventory import Inventory, InventoryError, load_inventory
+from .kv import hybrid_page, kda_state_bytes, kv_bytes_per_token, kv_dtype_bytes, sliding_bytes_per_request, stage_layer_sets
+from .placement import Parallel, PlanError, compact, expert_pad_factor, stage_layers, stage_weights, validate_parallel
+
+__all__ = ["RankMemory", "Plan", "compute_plan", "plan_from_facts", "parallel_from_launch", "resolve_gpu",
+           "SCHEMA_VERSION", "GpuSpec"]
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class GpuSpec:
+    name: str
+    memory_total: int
+    memory_free: int | None = None
+    source: str = "target"
+
+
+@dataclass
+class RankMemory:
+    rank: int
+    stage: int
+    weights_bytes: int
+    components: dict[str, int]
+    transient_bytes: int
+    kv_bytes: int
+    state_bytes: int
+    reserve_bytes: int
+    free_bytes: int
+    load_peak_bytes: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank, "stage": self.stage, "weights_bytes": self.weights_bytes,
+            "components": dict(self.components), "transient_bytes": self.transient_bytes,
+            "kv_bytes": self.kv_bytes, "state_bytes": self.state_bytes, "reserve_bytes": self.reserve_bytes,
+            "free_bytes": self.free_bytes,
+        }
+
+
+@dataclass
+class Plan:
+    engine: str
+    parallel: Parallel
+    gpu: GpuSpec
+    ranks: list[RankMemory]
+    stages: list[RankMemory]  # one representative rank per distinct shape (per PP stage)
+    max_rank_weights_bytes: int
+    kv_tokens: int
+    kv_bytes_per_token: int
+    max_context: int
+    max_concurrency: int | None
+    requested_context: int | None
+    requested_concurrency: int
+    fits: bool
+    weights_fit: bool
+    load_fits: bool
+    kv_fits: bool
+    budget_bytes: int
+    inventory_source: str
+    header_only: bool
+    model_total_bytes: int
+    n_tensors: int
+    max_shard_bytes: int
+    notes: list[str] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    model_name: str = ""
+    why: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "engine": self.engine,
+            "model": self.model_name,
+            "parallel": self.parallel.to_dict(),
+            "gpu": {"name": self.gpu.name, "memory_total": self.gpu.memory_total,
+                    "memory_free": self.gpu.memory_free, "source": self.gpu.source},
+            "ranks": [r.to_dict() for r in self.ranks],
+            "max_rank_weights_bytes": self.max_rank_weights_bytes,
+            "kv_tokens": self.kv_tokens,
+            "kv_bytes_per_token": self.kv_bytes_per_token,
+            "max_context": self.max_context,
+            "max_concurrency": self.max_concurrency,
+            "requested_context": self.requested_context,
+            "requested_concurrency": self.requested_concurrency,
+            "fits": self.fits,
+            "inventory": {"source": self.inventory_source, "header_only": self.header_only,
+                          "total_bytes": self.model_total_bytes, "tensors": self.n_tensors,
+                          "max_shard_bytes": self.max_shard_bytes},
+            "notes": list(self.notes),
+            "findings": list(self.findings),
+        }
+
+
+# -- GPU ---------------------------------------------------------------------------------------
+_EXTRA_GPUS = {  # only for validation receipts on GPUs the core targets table does not list
+    "rtx-5090": ("NVIDIA GeForce RTX 5090", 32607 * C.MiB),
+    "rtx-4090": ("NVIDIA GeForce RTX 4090", 24564 * C.MiB),
+    "l40s": ("NVIDIA L40S", 46068 * C.MiB),
+    "a100-40g": ("NVIDIA A100-SXM4-40GB", 40960 * C.MiB),
+    "h800": ("NVIDIA H800", 81559 * C.MiB),
+    "h20-141g": ("NVIDIA H20-3e", 143771 * C.MiB),
+}
+
+
+def resolve_gpu(name: str) -> GpuSpec:
+    """GPU by target name (k3doctor.targets, plus a few extra consumer/other types)."""
+    key = name.strip().lower()
+    if key in _EXTRA_GPUS:
+        prod, total = _EXTRA_GPUS[key]
+        return GpuSpec(prod, total, None, "target")
+    from k3doctor.targets import get_target
+
+    t = get_target(name)  # raises TargetError (a KeyError) with close matches
+    return GpuSpec(t.product, t.memory_total, None, "target")
+
+
+# -- helpers -------------------------------------------------------------------------------
+def _gib(x: float) -> str:
+    return f"{x / C.GiB:.2f} GiB"
+
+
+def sglang_default_mem_fraction(gpu_total: int, par: Parallel) -> float:
+    """``_handle_gpu_memory_settings`` (domain.md §B.1)."""
+    chunked = par.chunked_prefill_size or C.SGLANG_DEFAULT_CHUNKED_PREFILL
+    bs = par.cuda_graph_max_bs or C.SGLANG_DEFAULT_CUDA_GRAPH_BS
+    reserved = C.SGLANG_RESERVED_BASE_MB + max(chunked, 2048) * 1.5 + bs * 2 + par.tp * par.pp / 8 * 1024
+    if par.dp_attention:
+        reserved += bs * par.dp * 3 * (1.5 if bs > 300 else 1)
+    if gpu_total > 60 * C.GiB:
+        reserved = max(reserved, C.SGLANG_RESERVED_MIN_BIG_GPU_MB)
+    if par.speculative:
+        reserved += 2 * 1024
+    mem_mb = gpu_total / C.MiB
+    return round((mem_mb - reserved) / mem_mb, 3)
+
+
+def _process_reserve(par: Parallel) -> int:
+    r = C.CUDA_CONTEXT_BYTES
+    if par.world > 1:
+        r += C.NCCL_BYTES
+    if par.nnodes > 1:
+        r += C.NCCL_MULTINODE_EXTRA
+    return r
+
+
+def _largest_layer_expert_bytes(inv: Inventory, par: Parallel) -> float:
+    biggest = max((nb for _l, _r, kind, nb, _t in compact(inv) if kind == "expert"), default=0)
+    return biggest / par.moe_ep / par.moe_tp * expert_pad_factor(par, inv.spec)
+
+
+def _largest_tensor(inv: Inventory) -> int:
+    v = getattr(inv, "_largest_tensor", None)
+    if v is None:
+        v = int(max((g.nbytes / max(1, g.count) for g in inv.groups), default=0))
+        inv._largest_tensor = v  # type: ignore[attr-defined]
+    return v
+
+
+def _load_transient(inv: Inventory, par: Parallel) -> tuple[int, str]:
+    fmt = (par.load_format or "auto").lower()
+    if fmt == "fastsafetensors":
+        t = C.FASTSAFETENSORS_BUFFERS * inv.max_shard_bytes
+        why = f"fastsafetensors stages whole shards on the GPU, double-buffered: 2 × {_gib(inv.max_shard_bytes)}"
+    elif fmt == "dummy":
+        t, why = 0, "dummy weights"
+    else:
+        t = _largest_tensor(inv)
+        why = "default loader: one tensor at a time"
+    spec = inv.spec
+    repack = 0.0
+    backend = (par.moe_backend or "").lower()
+    if spec is not None and spec.quant in ("mxfp4_ct", "mxfp4", "int4_ct", "nvfp4") and (
+        backend in ("marlin", "auto", "") and spec.family == "kimi_k3" or backend == "marlin"
+    ):
+        repack = C.MARLIN_REPACK_FACTOR * _largest_layer_expert_bytes(inv, par)
+    if repack > t:
+        return int(repack), f"Marlin repack holds ~2× one layer's local experts ({_gib(repack / 2)})"
+    return int(t), why
+
+
+def _vllm_overhead(inv: Inventory, par: Parallel, stage: int, gpu_total: int) -> tuple[int, dict[str, int]]:
+    """Non-KV memory vLLM's profile run charges besides weights (activation peak, non-torch,
+    CUDA graphs); estimates from the model code's tensor lifetimes, constants in :mod:`constants`."""
+    spec = inv.spec
+    big = gpu_total >= C.VLLM_BIG_GPU_BYTES
+    T = par.max_num_batched_tokens or C.VLLM_MAX_BATCHED_TOKENS[0 if big else 1]
+    seqs = par.max_running or C.VLLM_MAX_NUM_SEQS[0 if big else 1]
+    parts: dict[str, int] = {}
+    if spec is None:
+        parts["activations"] = int(2 * C.GiB)
+    else:
+        H = spec.hidden
+        fwd: float = T * H * 2 * C.VLLM_RESIDUAL_BUFFERS
+        if spec.family == "kimi_k3":
+            fwd += T * H * 2 * (spec.layers / 12 + 2)  # AttnRes block bank (kimi-k3.md §3.4)
+        layer = 0.0
+        if spec.is_moe:
+            i_local = spec.moe_intermediate / par.moe_tp * expert_pad_factor(par, spec)
+            h_moe = spec.latent or H
+            layer = T * spec.topk * (2 * i_local * 2 + h_moe * 2)
+        if spec.intermediate and (not spec.is_moe or spec.first_dense):
+            layer = max(layer, T * spec.intermediate / par.tp * 2 * 3)
+        fwd += layer
+        sampler = seqs * spec.vocab * C.VLLM_SAMPLER_BYTES_PER_LOGIT + T * H * 2
+        parts["activations"] = int(max(fwd, sampler))
+        parts["cuda_graphs"] = C.VLLM_CUDAGRAPH_BYTES
+    parts["non_torch"] = (C.NCCL_BYTES if par.world > 1 else C.VLLM_NONTORCH_TP1) + (
+        C.NCCL_MULTINODE_EXTRA if par.nnodes > 1 else 0)
+    return sum(parts.values()), parts
+
+
+# -- the projection ------------------------------------------------------------------------
+def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str = "") -> Plan:
+    """Project every rank's memory for ``par`` on ``gpu``. Raises :class:`PlanError` for
+    impossible plans."""
+    spec = inv.spec
+    errs = validate_parallel(par, spec)
+    if errs:
+        raise PlanError("; ".join(errs))
+    if par.engine not in ("sglang", "vllm"):
+        raise PlanError(f"unknown engine {par.engine!r} (use sglang or vllm)")
+    total = gpu.memory_total
+    free0 = gpu.memory_free if gpu.memory_free is not None else total - 616 * C.MiB
+    proc = _process_reserve(par)
+    transient, transient_why = _load_transient(inv, par)
+    notes = list(inv.notes)
+    if inv.header_only:
+        notes.append("HEADER-ONLY accounting: unknown architecture, placement by tensor names only "
+                     "(no KV/state projection)")
+    req_ctx = par.context or (spec.max_position if spec is not None else None)
+    conc = max(1, par.concurrency or 1)
+    stages: list[RankMemory] = []
+    kv_tokens_min: int | None = None
+    per_tok_max = 0
+    max_conc: int | None = None
+    max_ctx_min: int | None = None
+    budget = 0
+    for s in range(par.pp):
+        comps = stage_weights(inv, par, s)
+        weights = int(sum(comps.values()))
+        kv = state = reserve = 0
+        per_tok = 0.0
+        kv_tokens = 0
+        stage_max_ctx = 0
+        stage_conc: int | None = None
+        if par.engine == "sglang":
+            f = par.mem_fraction if par.mem_fraction is not None else sglang_default_mem_fraction(total, par)
+            free_init = free0 - proc
+            budget = int(f * free_init)
+            pool = budget - weights
+            reserve = proc  # context + NCCL; the (1 - f) headroom for activations/graphs shows as free
+            if spec is not None and pool > 0:
+                per_tok = kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
+                if spec.kda_layers:
+                    _, kda, _ = stage_layer_sets(spec, par, s)
+                    slot = kda_state_bytes(spec, par.attn_tp, par.mamba_ssm_dtype) * len(kda)
+                    ratio = par.mamba_ratio or (
+                        C.SGLANG_K3_STATE_SLOTS * slot / (C.SGLANG_K3_RATIO_REQUEST_LEN * per_tok) if per_tok else 0)
+                    state = int(pool * ratio / (1 + ratio))
+                    kv = pool - state
+                    stage_conc = int(state // (C.SGLANG_K3_STATE_SLOTS * slot)) if slot else None
+                else:
+                    kv = pool
+                kv_tokens = int(kv // per_tok) if per_tok else 0
+                per_req_fixed = sliding_bytes_per_request(spec, par, s, par.kv_cache_dtype)
+                stage_max_ctx = int((kv - conc * per_req_fixed) // (per_tok * conc)) if per_tok else 0
+            elif pool > 0:
+                kv = pool
+        else:
+            util = par.mem_fraction if par.mem_fraction is not None else C.VLLM_DEFAULT_UTIL
+            budget = int(util * total)
+            over, parts = _vllm_overhead(inv, par, s, total)
+            reserve = over + C.CUDA_CONTEXT_BYTES  # profiled activations, graphs, NCCL + context
+            avail = budget - weights - over
+            if spec is not None and avail > 0:
+                per_tok = kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
+                if spec.kda_layers:
+                    attn, kda, _ = stage_layer_sets(spec, par, s)
+                    bs, page = hybrid_page(spec, par, par.kv_cache_dtype)
+                    pages = avail // page
+                    per_req_state = len(kda)
+                    # one request at context c needs len(attn)*ceil(c/bs) + len(kda) pages
+                    usable = pages // conc - per_req_state
+                    stage_max_ctx = int(max(0, usable // max(1, len(attn))) * bs)
+                    state = int(conc * per_req_state * page)
+                    kv = int(avail - state)
+                    kv_tokens = int((pages - conc * per_req_state) // max(1, len(attn)) * bs)
+                    if req_ctx:
+                        need = len(attn) * ceil(req_ctx / bs) + per_req_state
+                        stage_conc = int(pages // need)
+                else:
+                    kv = avail
+                    kv_tokens = int(kv // per_tok) if per_tok else 0
+                    per_req_fixed = sliding_bytes_per_request(spec, par, s, par.kv_cache_dtype)
+                    stage_max_ctx = int((kv - conc * per_req_fixed) // (per_tok * conc)) if per_tok else 0
+            elif avail > 0:
+                kv = avail
+        used = weights + kv + state + reserve
+        free = int(total - used)
+        peak = proc + weights + transient
+        stages.append(RankMemory(rank=s, stage=s, weights_bytes=weights, components={k: int(v) for k, v in comps.items()},
+                                 transient_bytes=transient, kv_bytes=int(max(0, kv)), state_bytes=int(state),
+                                 reserve_bytes=int(reserve), free_bytes=free, load_peak_bytes=int(peak)))
+        kv_tokens_min = kv_tokens if kv_tokens_min is None else min(kv_tokens_min, kv_tokens)
+        per_tok_max = max(per_tok_max, int(per_tok))
+        max_ctx_min = stage_max_ctx if max_ctx_min is None else min(max_ctx_min, stage_max_ctx)
+        if stage_conc is not None:
+            max_conc = stage_conc if max_conc is None else min(max_conc, stage_conc)
+    if spec is not None and spec.max_position:
+        max_ctx_min = min(max_ctx_min or 0, spec.max_position)
+    if spec is not None and max_conc is None and req_ctx and per_tok_max:
+        max_conc = min(int((kv_tokens_min or 0) // req_ctx), 10**9)
+    per_stage = par.world // par.pp
+    ranks: list[RankMemory] = []
+    for s, st in enumerate(stages):
+        for j in range(per_stage):
+            r = RankMemory(**{**st.__dict__, "rank": s * per_stage + j})
+            ranks.append(r)
+    maxw = max(st.weights_bytes for st in stages)
+    weights_fit = all(st.kv_bytes > 0 for st in stages) if spec is not None else all(st.weights_bytes < budget for st in stages)
+    load_fits = all(st.load_peak_bytes <= free0 for st in stages)
+    kv_fits = True
+    why: list[str] = []
+    if not weights_fit:
+        why.append(f"weights {_gib(maxw)} per rank leave no KV room in the {_gib(budget)} budget")
+    if not load_fits:
+        why.append(f"load peak {_gib(max(st.load_peak_bytes for st in stages))} > free {_gib(free0)} ({transient_why})")
+    if spec is not None and weights_fit and par.context:
+        kv_fits = (max_ctx_min or 0) >= par.context
+        if not kv_fits:
+            why.append(f"KV holds {max_ctx_min} tokens per request at concurrency {conc}, {par.context} requested")
+    if spec is not None and weights_fit and par.concurrency and max_conc is not None and max_conc < par.concurrency:
+        kv_fits = False
+        why.append(f"at most {max_conc} concurrent requests fit, {par.concurrency} requested")
+    notes.append(f"load transient: {transient_why}")
+    return Plan(
+        engine=par.engine, parallel=par, gpu=GpuSpec(gpu.name, total, free0, gpu.source), ranks=ranks, stages=stages,
+        max_rank_weights_bytes=maxw, kv_tokens=int(kv_tokens_min or 0), kv_bytes_per_token=per_tok_max,
+        max_context=int(max(0, max_ctx_min or 0)), max_concurrency=max_conc, requested_context=par.context,
+        requested_concurrency=conc, fits=weights_fit and load_fits and kv_fits, weights_fit=weights_fit,
+        load_fits=load_fits, kv_fits=kv_fits, budget_bytes=budget, inventory_source=inv.source,
+        header_only=inv.header_only, model_total_bytes=inv.total_bytes, n_tensors=inv.n_tensors,
+        max_shard_bytes=inv.max_shard_bytes, notes=notes, model_name=model_name, why=why,
+    )
+
+
+# -- from launch / facts -----------------------------------------------------------------------
+def parallel_from_launch(launch: Mapping[str, Any], **over: Any) -> Parallel:
+    """A :class:`Parallel` from the ``launch`` fact (LaunchSpec.to_dict()), with overrides."""
+    engine = str(launch.get("engine") or "sglang")
+    ep = int(launch.get("ep") or 1)
+    if engine == "vllm":
+        ep = 2 if launch.get("enable_expert_parallel") else 1
+    flags = launch.get("flags") or {}
+    env = dict(launch.get("env") or {})
+
+    def flag(*names: str) -> Any:
+        for n in names:
+            if n in flags:
+                return flags[n]
+        return None
+
+    ratio = flag("--mamba-full-memory-ratio")
+    par = Parallel(
+        engine=engine, tp=int(launch.get("tp") or 1), ep=ep, pp=int(launch.get("pp") or 1), dp=int(launch.get("dp") or 1),
+        dp_attention=bool(launch.get("enable_dp_attention")), dcp=int(launch.get("dcp") or 1),
+        nnodes=int(launch.get("nnodes") or 1), gpus_per_node=launch.get("gpus_per_node"),
+        moe_backend=launch.get("moe_runner_backend"), a2a_backend=launch.get("moe_a2a_backend"),
+        dp_lm_head=bool(launch.get("enable_dp_lm_head")), load_format=launch.get("load_format"),
+        kv_cache_dtype=launch.get("kv_cache_dtype"), mem_fraction=launch.get("mem_fraction"),
+        context=launch.get("context_length"), mamba_ssm_dtype=launch.get("mamba_ssm_dtype"),
+        cuda_graph_max_bs=launch.get("cuda_graph_max_bs"),
+        chunked_prefill_size=launch.get("chunked_prefill_size") if engine == "sglang" else None,
+        max_num_batched_tokens=launch.get("chunked_prefill_size") if engine == "vllm" else None,
+        max_running=launch.get("max_running_requests"),
+        speculative=bool(launch.get("speculative_algorithm") or launch.get("speculative_config")),
+        language_only=bool(flag("--language-model-only")),
+        mamba_ratio=float(ratio) if isinstance(ratio, (int, float, str)) and str(ratio).replace(".", "", 1).isdigit() else None,
+        moe_dense_tp_size=int(flag("--moe-dense-tp-size")) if str(flag("--moe-dense-tp-size") or "").isdigit() else None,
+        env=env,
+    )
+    for k, v in over.items():
+        if v is not None:
+            setattr(par, k, v)
+    return par
+
+
+def plan_from_facts(facts: Any) -> Plan:
+    """The plan MEM checks read: ``launch`` fact + ``gpu`` fact + ``model`` fact / option
+    ``model_dir``. Raises ``Skip`` (via facts.get) when a fact is missing."""
+    from k3doctor.model import Skip
+
+    launch = facts.get("launch")
+    gpu_fact = facts.get("gpu")
+    devices = (gpu_fact or {}).get("devices") or []
+    if not devices:
+        raise Skip("no GPU devices in the gpu fact (use --target or a snapshot)")
+    totals = [int(d.get("memory_total") or 0) for d in devices]
+    frees = [int(d["memory_free"]) for d in devices if d.get("memory_free") is not None]
+    gpu = GpuSpec(str(devices[0].get("name") or "gpu"), min(totals), min(frees) if frees else None,
+                  str(gpu_fact.get("source") or "nvml"))
+    model_dir = facts.option("model_dir")
+    if not model_dir:
+        try:
+            m = facts.get("model")
+            model_dir = (m or {}).get("path") or (m or {}).get("model_dir") or (m or {}).get("dir")
+        except Exception:  # noqa: BLE001 - Skip or a failed probe: fall back to the launch command's model
+            model_dir = None
+    model_dir = model_dir or launch.get("model")
+    if not model_dir:
+        raise Skip("no model directory or model id to plan from")
+    cache = getattr(facts, "_k3doctor_plan_cache", None)
+    key = (str(model_dir), repr(sorted((k, str(v)) for k, v in launch.items() if k != "env")), gpu.memory_total,
+           gpu.memory_free, facts.option("concurrency"), facts.option("gpus_per_node"))
+    if isinstance(cache, dict) and key in cache:
+        return cache[key]
+    try:
+        inv = load_inventory(model_dir)
+    except InventoryError as exc:
+        raise Skip(str(exc)) from None
+    par = parallel_from_launch(launch, concurrency=facts.option("concurrency"))
+    # GPUs per node: the option, else the devices of this node / target profile (the launch
+    # fact's own figure is world/nnodes, which says nothing when --nnodes is absent)
+    par.gpus_per_node = int(facts.option("gpus_per_node") or len(devices))
+    if "--nnodes" not in (launch.get("flags") or {}) and par.gpus_per_node:
+        par.nnodes = max(par.nnodes, -(-par.world // par.gpus_per_node))  # vLLM/Ray runs carry no --nnodes
+    try:
+        plan = compute_plan(inv, par, gpu, model_name=str(launch.get("model") or model_dir))
+    except PlanError as exc:
+        raise Skip(f"impossible plan: {exc}") from None
+    except ValueError as exc:  # e.g. an unknown --kv-cache-dtype
+        raise Skip(str(exc)) from None
+    try:
+        if cache is None:
+            cache = {}
+            setattr(facts, "_k3doctor_plan_cache", cache)
+        cache[key] = plan
+    except AttributeError:
+        pass
+    return plan

@@ -1,0 +1,168 @@
+"""Terminal rendering of a :class:`Plan`: a table per distinct rank shape and stacked bars."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .plan import Plan, RankMemory
+
+__all__ = ["render_plan", "render_search", "bar_segments"]
+
+GiB = 1 << 30
+_ROLE_ORDER = ("experts", "shared_experts", "dense_mlp", "attention", "mla_q_a_kv_a", "kda_f_a", "mla_absorbed",
+               "latent_proj", "router", "embedding", "lm_head", "vision", "norms", "load_nontorch", "other", "mtp")
+_ROLE_STYLE = {
+    "experts": ("E", "blue"), "shared_experts": ("S", "cyan"), "dense_mlp": ("D", "cyan"), "attention": ("A", "green"),
+    "mla_q_a_kv_a": ("q", "bright_green"), "kda_f_a": ("f", "bright_green"), "mla_absorbed": ("w", "green"),
+    "latent_proj": ("L", "magenta"), "router": ("R", "bright_magenta"), "embedding": ("V", "yellow"),
+    "lm_head": ("H", "yellow"), "vision": ("I", "bright_yellow"), "norms": ("n", "white"), "other": ("o", "white"),
+    "load_nontorch": ("x", "white"),
+}
+_EXTRA_STYLE = {"transient": ("T", "red"), "kv": ("K", "bright_blue"), "state": ("s", "bright_cyan"),
+                "reserve": ("r", "bright_black"), "free": (".", "white")}
+
+
+def _gib(b: float) -> str:
+    return f"{b / GiB:.2f}"
+
+
+def _ordered(components: dict[str, int]) -> list[tuple[str, int]]:
+    keys = [k for k in _ROLE_ORDER if k in components] + sorted(k for k in components if k not in _ROLE_ORDER)
+    return [(k, components[k]) for k in keys]
+
+
+def bar_segments(r: RankMemory, total: int, width: int = 60) -> list[tuple[str, int, str, str]]:
+    """(name, cells, char, style) segments of one rank's stacked bar (weights by role, transient,
+    KV, state, reserve, free), scaled to ``total`` bytes over ``width`` cells."""
+    segs: list[tuple[str, float]] = [(k, v) for k, v in _ordered(r.components) if v > 0]
+    segs += [("transient", r.transient_bytes), ("kv", r.kv_bytes), ("state", r.state_bytes),
+             ("reserve", r.reserve_bytes), ("free", max(0, r.free_bytes))]
+    out: list[tuple[str, int, str, str]] = []
+    scale = width / max(1, total)
+    acc = 0.0
+    used = 0
+    for name, b in segs:
+        acc += b * scale
+        cells = max(0, min(width, round(acc)) - used)
+        if b > 0 and cells == 0 and name in ("experts", "kv", "transient"):
+            cells = 1
+        used += cells
+        ch, style = _ROLE_STYLE.get(name) or _EXTRA_STYLE.get(name, ("?", "white"))
+        out.append((name, cells, ch, style))
+    return out
+
+
+def render_plan(plan: Plan, console: Any, findings: Sequence[Any] = ()) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    p = plan.parallel
+    head = (f"[bold]{plan.model_name or 'model'}[/bold] on {plan.parallel.world} × {plan.gpu.name} "
+            f"({_gib(plan.gpu.memory_total)} GiB) — {plan.engine} {_label(plan)}")
+    console.print(head)
+    src = "shard headers" if plan.inventory_source == "headers" else "config.json (synthesised)"
+    console.print(f"inventory: {plan.n_tensors:,} tensors, {plan.model_total_bytes / 1e9:,.2f} GB from {src}"
+                  + ("  [bold red]HEADER-ONLY[/bold red]" if plan.header_only else ""))
+    shapes = _distinct(plan)
+    for ranks, r in shapes:
+        t = Table(title=f"ranks {_ranges(ranks)} (PP stage {r.stage})", show_lines=False)
+        t.add_column("component")
+        t.add_column("GiB", justify="right")
+        t.add_column("bytes", justify="right")
+        for k, v in _ordered(r.components):
+            t.add_row(k, _gib(v), f"{v:,}")
+        t.add_row("[bold]weights[/bold]", f"[bold]{_gib(r.weights_bytes)}[/bold]", f"{r.weights_bytes:,}")
+        t.add_row("load transient (peak extra)", _gib(r.transient_bytes), f"{r.transient_bytes:,}")
+        t.add_row("KV cache", _gib(r.kv_bytes), f"{r.kv_bytes:,}")
+        if r.state_bytes:
+            t.add_row("KDA state pool", _gib(r.state_bytes), f"{r.state_bytes:,}")
+        t.add_row("reserve (context, NCCL, activations, graphs)", _gib(r.reserve_bytes), f"{r.reserve_bytes:,}")
+        t.add_row("free", _gib(r.free_bytes), f"{r.free_bytes:,}")
+        console.print(t)
+    console.print("per-rank memory (stacked; weights by role, T transient, K KV, s state, r reserve, . free):")
+    for ranks, r in shapes:
+        line = Text(f"{_ranges(ranks):>9} |")
+        for _name, cells, ch, style in bar_segments(r, plan.gpu.memory_total):
+            if cells:
+                line.append(ch * cells, style=style)
+        line.append(f"| {_gib(r.weights_bytes)} GiB weights")
+        console.print(line)
+    legend = " ".join(f"{_ROLE_STYLE[k][0]}={k}" for k in _ROLE_ORDER if k in _ROLE_STYLE and
+                      any(k in r.components for _, r in shapes))
+    console.print(f"          {legend}")
+    ctx = plan.requested_context
+    conc = plan.requested_concurrency
+    if plan.header_only:
+        console.print("KV: not projected (unknown architecture: the memory left for KV is shown, not tokens)")
+    else:
+        console.print(f"KV: {plan.kv_tokens:,} tokens per rank ({plan.kv_bytes_per_token:,} B/token); max context "
+                      f"{plan.max_context:,} at concurrency {conc}"
+                      + (f"; max concurrency {plan.max_concurrency:,}" + (f" at {ctx:,} tokens" if ctx else "")
+                         if plan.max_concurrency is not None else ""))
+    verdict = "[bold green]fits[/bold green]" if plan.fits else "[bold red]does not fit[/bold red]: " + "; ".join(plan.why)
+    console.print(f"verdict: {verdict}")
+    for n in plan.notes:
+        console.print(f"[dim]note: {n}[/dim]")
+    for f in findings:
+        sev = getattr(f, "severity", None)
+        label = sev.label if sev is not None else "info"
+        color = {"error": "red", "warning": "yellow"}.get(label, "cyan")
+        console.print(f"[{color}]{f.code} {label}[/{color}]: {f.message}")
+        if f.fix:
+            console.print(f"    fix: {f.fix}")
+    del p
+
+
+def render_search(cands: Sequence[Any], console: Any, top: int) -> None:
+    from rich.table import Table
+
+    from .search import candidate_label
+
+    fits = [c for c in cands if c.fits]
+    t = Table(title=f"feasible plans (top {min(top, len(fits))} of {len(fits)}; ranked by fewest GPUs, then most KV)")
+    for col in ("#", "plan", "GPUs", "nodes", "weights/rank GiB", "KV tokens/rank", "max context", "max conc."):
+        t.add_column(col, justify="right" if col not in ("plan",) else "left")
+    for i, c in enumerate(fits[:top], 1):
+        pl = c.plan
+        t.add_row(str(i), candidate_label(c.parallel), str(c.parallel.world), str(c.nodes),
+                  _gib(pl.max_rank_weights_bytes), f"{pl.kv_tokens:,}", f"{pl.max_context:,}",
+                  "-" if pl.max_concurrency is None else f"{pl.max_concurrency:,}")
+    console.print(t)
+    bad = [c for c in cands if not c.fits]
+    if bad:
+        reasons: dict[str, list[str]] = {}
+        for c in bad:
+            r = c.reason.split(";")[0]
+            key = _reason_key(r)
+            reasons.setdefault(key, []).append(candidate_label(c.parallel) + f" ({c.parallel.world} GPUs)")
+        console.print("why the others fail:")
+        for k, labels in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
+            shown = ", ".join(labels[:6]) + (f", … (+{len(labels) - 6})" if len(labels) > 6 else "")
+            console.print(f"  - {k}: {shown}")
+
+
+def _reason_key(r: str) -> str:
+    import re
+
+    return re.sub(r"\d[\d,.]*", "N", r).strip()[:110]
+
+
+def _label(plan: Plan) -> str:
+    from .search import candidate_label
+
+    return candidate_label(plan.parallel)
+
+
+def _distinct(plan: Plan) -> list[tuple[list[int], RankMemory]]:
+    out: dict[int, tuple[list[int], RankMemory]] = {}
+    for r in plan.ranks:
+        if r.stage not in out:
+            out[r.stage] = ([], r)
+        out[r.stage][0].append(r.rank)
+    return list(out.values())
+
+
+def _ranges(ranks: list[int]) -> str:
+    if not ranks:
+        return "-"
+    return f"{ranks[0]}" if len(ranks) == 1 else f"{ranks[0]}–{ranks[-1]}"

@@ -1,0 +1,105 @@
+"""``plan --search``: enumerate parallel plans for a GPU type and rank the ones that fit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .inventory import Inventory
+from .placement import Parallel, PlanError, validate_parallel
+from .plan import GpuSpec, Plan, compute_plan
+
+__all__ = ["Candidate", "search_plans", "candidate_label"]
+
+_POW2 = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+@dataclass
+class Candidate:
+    parallel: Parallel
+    nodes: int
+    plan: Plan | None
+    reason: str  # "" when it fits
+
+    @property
+    def fits(self) -> bool:
+        return self.plan is not None and self.plan.fits and not self.reason
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.parallel
+        d: dict[str, Any] = {
+            "label": candidate_label(p), "gpus": p.world, "nodes": self.nodes, "tp": p.tp, "ep": p.ep, "pp": p.pp,
+            "dp": p.dp, "enable_dp_attention": p.dp_attention, "fits": self.fits, "reason": self.reason,
+        }
+        if self.plan is not None:
+            d.update(max_rank_weights_bytes=self.plan.max_rank_weights_bytes, kv_tokens=self.plan.kv_tokens,
+                     max_context=self.plan.max_context, max_concurrency=self.plan.max_concurrency)
+        return d
+
+
+def candidate_label(p: Parallel) -> str:
+    parts = [f"TP{p.tp}"]
+    if p.engine == "vllm":
+        if p.ep > 1:
+            parts.append(f"EP{p.tp * p.dp}")
+    elif p.ep > 1:
+        parts.append(f"EP{p.ep}")
+    if p.pp > 1:
+        parts.append(f"PP{p.pp}")
+    if p.dp > 1:
+        parts.append(f"DP{p.dp}" + ("-attn" if p.dp_attention else ""))
+    return " ".join(parts)
+
+
+def _candidates(base: Parallel, gpus_per_node: int, max_nodes: int) -> list[tuple[Parallel, int]]:
+    out: list[tuple[Parallel, int]] = []
+    seen: set[tuple[Any, ...]] = set()
+    sizes = [w for w in _POW2 if w < gpus_per_node] + [gpus_per_node * n for n in range(1, max_nodes + 1)]
+    for world in sizes:
+        nodes = max(1, -(-world // gpus_per_node))
+        for pp in (1, 2, 4):
+            if world % pp:
+                continue
+            tp = world // pp
+            eps = (1, tp) if tp > 1 else (1,)
+            for ep in eps:
+                dps: list[tuple[int, bool]] = [(1, False)]
+                if base.engine == "sglang" and tp >= 4 and pp == 1:
+                    dps.append((tp, True))  # attention-TP 1 (full DP attention)
+                    if tp >= 16:
+                        dps.append((tp // 8, True))  # attention-TP 8 per DP group
+                for dp, dpa in dps:
+                    key = (tp, ep, pp, dp, dpa)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    par = replace(base, tp=tp, ep=ep, pp=pp, dp=dp, dp_attention=dpa, nnodes=nodes,
+                                  gpus_per_node=gpus_per_node, env=dict(base.env))
+                    out.append((par, nodes))
+    return out
+
+
+def search_plans(inv: Inventory, base: Parallel, gpu: GpuSpec, *, gpus_per_node: int = 8, max_nodes: int = 8) -> list[Candidate]:
+    """Every candidate plan, fitting ones first (fewest GPUs, then most KV tokens)."""
+    res: list[Candidate] = []
+    for par, nodes in _candidates(base, gpus_per_node, max_nodes):
+        errs = validate_parallel(par, inv.spec)
+        if errs:
+            res.append(Candidate(par, nodes, None, errs[0]))
+            continue
+        try:
+            plan = compute_plan(inv, par, gpu)
+        except PlanError as exc:
+            res.append(Candidate(par, nodes, None, str(exc)))
+            continue
+        except ValueError as exc:
+            res.append(Candidate(par, nodes, None, str(exc)))
+            continue
+        res.append(Candidate(par, nodes, plan, "" if plan.fits else "; ".join(plan.why) or "does not fit"))
+
+    def key(c: Candidate) -> tuple[Any, ...]:
+        kv = c.plan.kv_tokens * (c.parallel.dp if c.parallel.dp_attention else 1) if c.plan else 0
+        return (0 if c.fits else 1, c.parallel.world, -kv, c.parallel.pp, c.parallel.tp)
+
+    res.sort(key=key)
+    return res

@@ -1,0 +1,97 @@
+"""MEM001–MEM005 run purely from facts (launch + gpu + model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from k3doctor.checks.mem import CHECKS, MEM001, MEM002, MEM003, MEM004, MEM005
+from k3doctor.facts import Facts
+from k3doctor.model import Severity, Skip
+from k3doctor.targets import get_target, gpu_fact_for_target
+
+GiB = 1 << 30
+
+
+def _facts(launch, *, gpu="h200-141g", **options):
+    base = {"engine": "sglang", "model": "moonshotai/Kimi-K3", "tp": 16, "ep": 16, "pp": 1, "dp": 1, "nnodes": 2,
+            "env": {}, "flags": {}}
+    base.update(launch)
+    opts = {"model_dir": base["model"]}
+    opts.update(options)
+    return Facts({"launch": base, "gpu": gpu_fact_for_target(get_target(gpu))}, options=opts)
+
+
+def _run(cls, facts):
+    return list(cls().run(facts))
+
+
+def test_check_metadata():
+    for cls in CHECKS:
+        assert cls.family() == "MEM"
+        doc = cls.doc()
+        for section in ("What it checks", "Why it matters", "How to fix"):
+            assert section in doc, (cls.code, section)
+
+
+def test_seed_sglang_passes_all_errors():
+    f = _facts({"mem_fraction": 0.85, "moe_runner_backend": "marlin"})
+    for cls in (MEM001, MEM002, MEM003):
+        assert _run(cls, f) == []
+
+
+def test_mem001_weights_do_not_fit_names_a_plan():
+    f = _facts({"tp": 8, "ep": 8, "nnodes": 1})
+    (fd,) = _run(MEM001, f)
+    assert fd.severity == Severity.ERROR
+    assert fd.evidence["weights_bytes"] > fd.evidence["budget_bytes"]
+    assert "--tp-size" in fd.fix and "GPUs" in fd.fix
+
+
+def test_mem002_kv_short_says_largest_context():
+    f = _facts({"engine": "vllm", "tp": 16, "ep": 1, "mem_fraction": 0.97, "context_length": 65536,
+                "moe_runner_backend": "marlin"})
+    found = _run(MEM001, f) + _run(MEM002, f)
+    assert found, "the seed's vLLM TP16 variant must be flagged (no room / KV short)"
+    fd = found[0]
+    if fd.code == "MEM002":
+        assert fd.evidence["max_context"] < 65536
+        assert f"--max-model-len {fd.evidence['max_context']}" in fd.fix
+
+
+def test_mem002_with_short_context_at_generous_fraction():
+    f = _facts({"mem_fraction": 0.85, "context_length": 10_000_000})
+    (fd,) = _run(MEM002, f)
+    assert fd.evidence["max_context"] <= 1_048_576 and "--context-length" in fd.fix
+
+
+def test_mem003_fastsafetensors_double_staging():
+    f = _facts({"engine": "vllm", "tp": 16, "ep": 1, "load_format": "fastsafetensors", "mem_fraction": 0.97})
+    (fd,) = _run(MEM003, f)
+    assert fd.evidence["transient_bytes"] == 2 * 16_990_092_800
+    assert "--load-format safetensors" in fd.fix
+    ok = _facts({"engine": "vllm", "tp": 16, "ep": 1, "load_format": "safetensors", "mem_fraction": 0.97})
+    assert _run(MEM003, ok) == []
+
+
+def test_mem004_replicated_floor_blames_padding():
+    f = _facts({"engine": "vllm", "tp": 16, "ep": 1, "nnodes": 2})
+    (fd,) = _run(MEM004, f)
+    assert fd.severity == Severity.WARNING
+    assert "experts" in fd.message and "latent_proj" in fd.message
+    assert fd.evidence["saving_pct"] < 25
+    assert _run(MEM004, _facts({"tp": 8, "ep": 8, "nnodes": 1, "engine": "sglang"})) == []
+
+
+def test_mem005_measured_above_projection():
+    f = _facts({"mem_fraction": 0.85}, measured_gib=130.0)
+    (fd,) = _run(MEM005, f)
+    assert "replicates what should be sharded" in fd.message
+    assert _run(MEM005, _facts({"mem_fraction": 0.85}, measured_gib=102.75)) == []
+    with pytest.raises(Skip):
+        _run(MEM005, _facts({"mem_fraction": 0.85}))
+
+
+def test_missing_launch_skips():
+    f = Facts({"gpu": gpu_fact_for_target(get_target("h200"))}, options={"model_dir": "moonshotai/Kimi-K3"})
+    with pytest.raises(Skip):
+        _run(MEM001, f)
