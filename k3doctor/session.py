@@ -104,7 +104,11 @@ def node_label(doc: dict[str, Any], index: int) -> str:
 
 
 def merge_node_reports(per_node: list[tuple[str, Any]], cluster_report: Any | None) -> Any:
-    """One report from several node reports: findings tagged with the node; statuses merged."""
+    """One report from several node reports.
+
+    Findings are tagged with their node; a finding that is identical on several nodes is shown
+    once with all their names (``nodes=a,b``). A check's status is its worst across nodes.
+    """
     from dataclasses import replace
 
     from .model import CheckResult, Status
@@ -112,19 +116,37 @@ def merge_node_reports(per_node: list[tuple[str, Any]], cluster_report: Any | No
 
     order = [Status.CRASH, Status.FAIL, Status.PASS, Status.SKIP]
     merged: dict[str, CheckResult] = {}
+    where: dict[tuple[str, str, str, str], list[str]] = {}
+    reasons: dict[str, dict[str, str]] = {}
     for label, report in per_node:
         for r in report.results:
-            tagged = tuple(
-                replace(f, subject=f"node={label}" + (f" {f.subject}" if f.subject else "")) for f in r.findings
-            )
+            for f in r.findings:
+                where.setdefault((f.code, f.subject, f.message, f.fix), []).append(label)
+            if r.reason:
+                reasons.setdefault(r.code, {})[label] = r.reason
             prev = merged.get(r.code)
             if prev is None:
-                merged[r.code] = replace(r, findings=tagged, reason=(f"{label}: {r.reason}" if r.reason else ""))
+                merged[r.code] = replace(r, findings=())
                 continue
             status = min(prev.status, r.status, key=order.index)
-            reason = "; ".join(x for x in (prev.reason, f"{label}: {r.reason}" if r.reason else "") if x)
-            merged[r.code] = replace(prev, status=status, reason=reason, findings=prev.findings + tagged,
-                                     duration_s=prev.duration_s + r.duration_s)
+            merged[r.code] = replace(prev, status=status, duration_s=prev.duration_s + r.duration_s)
+    for label, report in per_node:
+        for r in report.results:
+            for f in r.findings:
+                labels = where.get((f.code, f.subject, f.message, f.fix))
+                if not labels or labels[0] != label:
+                    continue  # already placed under its first node
+                nodes = f"node={label}" if len(labels) == 1 else f"nodes={','.join(labels)}"
+                tagged = replace(f, subject=nodes + (f" {f.subject}" if f.subject else ""))
+                merged[r.code] = replace(merged[r.code], findings=merged[r.code].findings + (tagged,))
+                where[(f.code, f.subject, f.message, f.fix)] = []
+    for code, by_label in reasons.items():
+        texts = set(by_label.values())
+        if len(texts) == 1 and len(by_label) == len(per_node):
+            reason = texts.pop() if len(per_node) == 1 else f"all nodes: {next(iter(by_label.values()))}"
+        else:
+            reason = "; ".join(f"{label}: {text}" for label, text in by_label.items())
+        merged[code] = replace(merged[code], reason=reason)
     if cluster_report is not None:
         for r in cluster_report.results:
             merged[r.code] = r

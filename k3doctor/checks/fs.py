@@ -24,7 +24,47 @@ def _paths(facts: Any) -> dict[str, Any]:
 
 
 def _entries(facts: Any) -> list[Mapping[str, Any]]:
-    return list(_paths(facts)["entries"])
+    """Cache entries as this launch will use them.
+
+    The ``paths`` fact records the directories resolved from the environment at probe time. When
+    a launch is given (e.g. ``check --snapshot node.json -- <launch>`` with its own
+    ``TRITON_CACHE_DIR=…``), the directories are resolved again from the launch's environment and
+    placed on the recorded mount table, keeping the recorded writability/free space where the
+    path is the same.
+    """
+    recorded = list(_paths(facts)["entries"])
+    launch = optional_fact(facts, "launch")
+    mounts_fact = optional_fact(facts, "mounts")
+    mounts = mounts_fact.get("mounts") if isinstance(mounts_fact, Mapping) else None
+    if not isinstance(launch, Mapping) or not isinstance(mounts, list) or not mounts:
+        return recorded
+    from ..hostenv.caches import resolve_caches
+    from ..hostenv.mountinfo import classify_fs, find_mount
+
+    env = launch_env(facts)
+    home = next((str(e.get("path")) for e in recorded if e.get("key") == "home" and e.get("path")), "")
+    by_path = {str(e.get("path")): e for e in recorded}
+    out: list[Mapping[str, Any]] = []
+    for cache in resolve_caches(env, engine=str(launch.get("engine") or "") or None, home=home):
+        entry: dict[str, Any] = dict(by_path.get(cache.path) or {})
+        entry.update(cache.to_dict())
+        mount = find_mount(cache.path, mounts) if cache.path else None
+        if mount is not None and cache.path not in by_path:
+            entry.update(realpath=cache.path, mount_point=mount.get("mount_point"), fstype=mount.get("fstype"),
+                         fs_class=classify_fs(mount.get("fstype")), mount_source=mount.get("source"))
+        entry.setdefault("fs_class", "unknown")
+        out.append(entry)
+    return out
+
+
+def optional_fact(facts: Any, name: str) -> Any:
+    """A fact if known (or probeable), else None."""
+    from ..model import Skip
+
+    try:
+        return facts.get(name) if facts.has(name) else None
+    except Skip:
+        return None
 
 
 def _per_rank_fix(entry: Mapping[str, Any]) -> str:

@@ -197,11 +197,11 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
 
 
 def _search(inv: Any, launch_d: dict[str, Any], facts: Any, gpn: int, max_nodes: int, top: int, as_json: bool) -> None:
-    from ..memory.plan import GpuSpec, parallel_from_launch
+    from ..memory.plan import GpuSpec, device_cc, parallel_from_launch
     from ..memory.search import search_plans
 
     dev = facts.get("gpu")["devices"][0]
-    gpu = GpuSpec(str(dev.get("name")), int(dev["memory_total"]), dev.get("memory_free"))
+    gpu = GpuSpec(str(dev.get("name")), int(dev["memory_total"]), dev.get("memory_free"), "facts", device_cc(dev))
     base = parallel_from_launch(launch_d, concurrency=facts.option("concurrency"))
     cands = search_plans(inv, base, gpu, gpus_per_node=gpn, max_nodes=max_nodes)
     if as_json:

@@ -22,6 +22,7 @@ def _session_options(kw: dict[str, Any]) -> SessionOptions:
         "sample": kw.get("sample", False),
         "hf_repo": kw.get("hf_repo"),
         "measure_load": kw.get("measure_load", False),
+        "measured_gib": kw.get("measured_gib"),
         "dist_init_addr": kw.get("dist_init_addr"),
         "nnodes": kw.get("nnodes"),
         "node_rank": kw.get("node_rank"),
@@ -58,6 +59,13 @@ def _progress(enabled: bool) -> Iterator[Callable[[str, str, Any], None] | None]
 
 def execute(kw: dict[str, Any]) -> int:
     """Run ``check`` with parsed options; return the exit code."""
+    report = collect_report(kw)
+    emit_report(report, kw.get("fmt") or "rich", kw.get("output"), bool(kw.get("verbose")))
+    return int(report.exit_code)
+
+
+def collect_report(kw: dict[str, Any]) -> Any:
+    """Build the facts, run the selected checks and return the report (raises click.UsageError)."""
     from ..registry import registry
     from ..runner import run_checks
     from ..selection import SelectionError, apply_selection, split_selectors
@@ -85,8 +93,7 @@ def execute(kw: dict[str, Any]) -> int:
     except InputError as exc:
         raise click.UsageError(str(exc)) from None
     report.meta.update(_meta(opts))
-    _emit(report, fmt, kw.get("output"), bool(kw.get("verbose")))
-    return report.exit_code
+    return report
 
 
 def _run_many(reg: Any, selected: list[str], opts: SessionOptions, fail_on: Severity, on_event: Any) -> Any:
@@ -97,7 +104,7 @@ def _run_many(reg: Any, selected: list[str], opts: SessionOptions, fail_on: Seve
     per_node = []
     node_codes = [c for c in selected if not c.startswith("CLU")]
     for i, doc in enumerate(docs):
-        facts = build_facts(opts, snapshot_doc=doc)
+        facts = _node_facts(opts, doc, i)
         report = run_checks(reg.checks, node_codes, facts, fail_on=fail_on, on_event=on_event,
                             plugin_errors=reg.errors)
         per_node.append((node_label(doc, i), report))
@@ -108,16 +115,31 @@ def _run_many(reg: Any, selected: list[str], opts: SessionOptions, fail_on: Seve
         try:
             from ..cluster import from_snapshots
 
-            cluster_facts.set("cluster", from_snapshots([_with_launch(doc, opts) for doc in docs]))
+            cluster_facts.set("cluster", from_snapshots([_with_launch(doc, opts, i) for i, doc in enumerate(docs)]))
         except ImportError:
             pass
         cluster_report = run_checks(reg.checks, clu_codes, cluster_facts, fail_on=fail_on, on_event=on_event)
     return merge_node_reports(per_node, cluster_report)
 
 
-def _with_launch(doc: dict[str, Any], opts: SessionOptions) -> dict[str, Any]:
-    """A snapshot document whose facts include the launch given on the command line."""
+def _node_facts(opts: SessionOptions, doc: dict[str, Any], index: int) -> Any:
+    """Facts of one node; a launch given on the command line gets that node's rank.
+
+    With several snapshots and one launch command, the command is the one every node runs; its
+    ``--node-rank`` is taken from the snapshot's position (first file = rank 0), as documented.
+    A launch recorded in the snapshot itself is used as is when no launch is given.
+    """
     facts = build_facts(opts, snapshot_doc=doc)
+    if opts.launch and len(opts.snapshots) > 1:
+        launch = dict(facts.known()["launch"])
+        launch["node_rank"] = index
+        facts.set("launch", launch)
+    return facts
+
+
+def _with_launch(doc: dict[str, Any], opts: SessionOptions, index: int) -> dict[str, Any]:
+    """A snapshot document whose facts include the launch given on the command line."""
+    facts = _node_facts(opts, doc, index)
     out = dict(doc)
     out["facts"] = facts.known()
     return out
@@ -180,7 +202,8 @@ def _isatty(stream: Any) -> bool:
         return False
 
 
-def _emit(report: Any, fmt: str, output: str | None, verbose: bool) -> None:
+def emit_report(report: Any, fmt: str, output: str | None, verbose: bool) -> None:
+    """Render the report to stdout or to ``output``."""
     from ..cli import color_enabled
     from ..reporters import get_reporter
 

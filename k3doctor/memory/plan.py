@@ -23,6 +23,8 @@ class GpuSpec:
     memory_total: int
     memory_free: int | None = None
     source: str = "target"
+    #: compute capability (major, minor) when known: rules out plans an engine crashes on
+    cc: tuple[int, int] | None = None
 
 
 @dataclass
@@ -121,7 +123,7 @@ def resolve_gpu(name: str) -> GpuSpec:
     from k3doctor.targets import get_target
 
     t = get_target(name)  # raises TargetError (a KeyError) with close matches
-    return GpuSpec(t.product, t.memory_total, None, "target")
+    return GpuSpec(t.product, t.memory_total, None, "target", t.cc)
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -344,7 +346,7 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
         why.append(f"at most {max_conc} concurrent requests fit, {par.concurrency} requested")
     notes.append(f"load transient: {transient_why}")
     return Plan(
-        engine=par.engine, parallel=par, gpu=GpuSpec(gpu.name, total, free0, gpu.source), ranks=ranks, stages=stages,
+        engine=par.engine, parallel=par, gpu=GpuSpec(gpu.name, total, free0, gpu.source, gpu.cc), ranks=ranks, stages=stages,
         max_rank_weights_bytes=maxw, kv_tokens=int(kv_tokens_min or 0), kv_bytes_per_token=per_tok_max,
         max_context=int(max(0, max_ctx_min or 0)), max_concurrency=max_conc, requested_context=par.context,
         requested_concurrency=conc, fits=weights_fit and load_fits and kv_fits, weights_fit=weights_fit,
@@ -395,6 +397,14 @@ def parallel_from_launch(launch: Mapping[str, Any], **over: Any) -> Parallel:
     return par
 
 
+def device_cc(device: Mapping[str, Any]) -> tuple[int, int] | None:
+    """``(major, minor)`` of a ``gpu`` fact device, when recorded."""
+    cc = device.get("cc")
+    if isinstance(cc, (list, tuple)) and len(cc) == 2 and all(isinstance(x, int) for x in cc):
+        return (int(cc[0]), int(cc[1]))
+    return None
+
+
 def plan_from_facts(facts: Any) -> Plan:
     """The plan MEM checks read: ``launch`` fact + ``gpu`` fact + ``model`` fact / option
     ``model_dir``. Raises ``Skip`` (via facts.get) when a fact is missing."""
@@ -408,7 +418,7 @@ def plan_from_facts(facts: Any) -> Plan:
     totals = [int(d.get("memory_total") or 0) for d in devices]
     frees = [int(d["memory_free"]) for d in devices if d.get("memory_free") is not None]
     gpu = GpuSpec(str(devices[0].get("name") or "gpu"), min(totals), min(frees) if frees else None,
-                  str(gpu_fact.get("source") or "nvml"))
+                  str(gpu_fact.get("source") or "nvml"), device_cc(devices[0]))
     model_dir = facts.option("model_dir")
     if not model_dir:
         try:

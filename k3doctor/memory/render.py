@@ -144,7 +144,7 @@ def render_search(cands: Sequence[Any], console: Any, top: int) -> None:
 def _reason_key(r: str) -> str:
     import re
 
-    return re.sub(r"\d[\d,.]*", "N", r).strip()[:110]
+    return re.sub(r"\b\d[\d,.]*", "N", r).strip()[:140]
 
 
 def _label(plan: Plan) -> str:

@@ -79,11 +79,26 @@ def _candidates(base: Parallel, gpus_per_node: int, max_nodes: int) -> list[tupl
     return out
 
 
+def engine_crash(par: Parallel, inv: Inventory, gpu: GpuSpec) -> list[str]:
+    """Plans that fit in memory but that the engine is known to crash on (the ARCH rules).
+
+    vLLM's Kimi-K3 path with pipeline parallel on Hopper aborts in CUDA-graph capture with
+    "cp_world_size must be positive" (vllm-project/recipes#698; ARCH003), so no search result may
+    propose it there.
+    """
+    family = getattr(inv.spec, "family", "") if inv.spec is not None else ""
+    if par.engine == "vllm" and par.pp > 1 and "kimi-k3" in str(family).lower().replace("_", "-") and (
+            gpu.cc is None or gpu.cc[0] == 9):
+        return ["vLLM Kimi-K3 with pipeline parallel crashes in CUDA-graph capture on Hopper "
+                "(\"cp_world_size must be positive\"; ARCH003)"]
+    return []
+
+
 def search_plans(inv: Inventory, base: Parallel, gpu: GpuSpec, *, gpus_per_node: int = 8, max_nodes: int = 8) -> list[Candidate]:
     """Every candidate plan, fitting ones first (fewest GPUs, then most KV tokens)."""
     res: list[Candidate] = []
     for par, nodes in _candidates(base, gpus_per_node, max_nodes):
-        errs = validate_parallel(par, inv.spec)
+        errs = validate_parallel(par, inv.spec) or engine_crash(par, inv, gpu)
         if errs:
             res.append(Candidate(par, nodes, None, errs[0]))
             continue
