@@ -177,6 +177,8 @@ class Facts:
         }
         if name in hints:
             return hints[name]
+        if self.source.startswith("target"):
+            return f"a --target profile describes GPUs only; {name!r} needs a live run or a snapshot"
         return f"fact {name!r} is not in this {self.source} fact set"
 
     def _probe(self, name: str) -> Any:

@@ -313,7 +313,7 @@ def test_gpu004_ecc_off() -> None:
 
 def test_gpu004_skips_on_target_profile() -> None:
     fact = {"ok": True, "source": "target", "devices": [{"index": 0, "name": "NVIDIA H200", "cc": [9, 0]}]}
-    assert "ECC" in skipped(GPU004, fact)
+    assert "--target profile" in skipped(GPU004, fact)
 
 
 # -- GPU005 / GPU006 -------------------------------------------------------------------------------

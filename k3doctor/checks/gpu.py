@@ -93,7 +93,7 @@ def _devices(gpu: Mapping[str, Any]) -> list[dict[str, Any]]:
 def _unknown(gpu: Mapping[str, Any], what: str) -> Skip:
     """The skip for a value no device reports: a ``--target`` profile never has live state."""
     if gpu.get("source") == "target":
-        return Skip(f"a --target profile has no {what} (live state: use a live run or a snapshot)")
+        return Skip("live GPU state is not in a --target profile (use a live run or a snapshot)")
     return Skip(f"NVML did not report {what} for any GPU")
 
 

@@ -17,6 +17,13 @@ _SEV_ICON = {Severity.ERROR: "✗", Severity.WARNING: "!", Severity.INFO: "i"}
 _STATUS_STYLE = {Status.PASS: "green", Status.FAIL: "red", Status.SKIP: "dim", Status.CRASH: "bold magenta"}
 
 
+def _consecutive(codes: list[str]) -> bool:
+    """True for codes of one family with consecutive numbers (CKPT001…CKPT010)."""
+    fams = {c.rstrip("0123456789") for c in codes}
+    nums = [int(c[len(c.rstrip("0123456789")):]) for c in codes]
+    return len(fams) == 1 and len(codes) > 2 and nums == list(range(nums[0], nums[0] + len(nums)))
+
+
 def make_console(stream: IO[str], color: bool):  # type: ignore[no-untyped-def]
     """A rich Console that writes plain text unless ``color`` (TTY and no NO_COLOR)."""
     from rich.console import Console
@@ -76,10 +83,16 @@ class RichReporter(Reporter):
                 reasons: dict[str, list[str]] = defaultdict(list)
                 for r in skipped:
                     reasons[r.reason].append(r.code)
-                console.print(Text("skipped", style="dim bold"))
+                console.print(Text(f"skipped ({len(skipped)}; -v lists every check)", style="dim bold"))
+                table = Table(show_header=False, box=None, pad_edge=False, padding=(0, 1))
+                table.add_column(no_wrap=True, style="dim")
+                table.add_column(ratio=1, style="dim")
                 for reason, codes in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
-                    shown = ", ".join(codes[:8]) + (f" (+{len(codes) - 8})" if len(codes) > 8 else "")
-                    console.print(Text(f"  {shown}: {reason}", style="dim"))
+                    shown = codes[0] if len(codes) == 1 else (
+                        f"{codes[0]}…{codes[-1]} ({len(codes)})" if _consecutive(codes) else
+                        ", ".join(codes[:4]) + (f" +{len(codes) - 4}" if len(codes) > 4 else ""))
+                    table.add_row(" " + shown, reason)
+                console.print(table)
                 console.print()
         c = report.counts()
         line = Text()

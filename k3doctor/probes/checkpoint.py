@@ -1,0 +1,103 @@
+"""The ``model`` fact: a compact scan of a local safetensors checkpoint (headers, index, config,
+quantised pairs, leftovers; optionally sha256 and zero-range sampling).
+
+Options (``ctx.options``): ``model_dir`` (else the launch fact's ``model`` when it is a local
+directory or a repo id found in the local Hugging Face cache), ``deep`` (bool), ``manifest``
+(path), ``jobs`` (int), ``sample`` (bool or ranges per shard), ``hf_repo`` (repo id for
+re-download commands), ``progress`` (``callable(done_bytes, total_bytes)`` for ``--deep``; not
+serialised). Read-only; never prints; never imports or executes code from the model directory.
+The schema is documented in :mod:`k3doctor.ckpt.scan`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["probe_model", "resolve_model_dir"]
+
+
+def _hub_cache() -> Path:
+    env = os.environ
+    if env.get("HF_HUB_CACHE"):
+        return Path(env["HF_HUB_CACHE"])
+    if env.get("HF_HOME"):
+        return Path(env["HF_HOME"]) / "hub"
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "huggingface" / "hub"
+
+
+def _cached_snapshot(repo: str) -> str | None:
+    """``<hub cache>/models--org--name/snapshots/<refs/main>`` when present (read-only lookups)."""
+    org, _, name = repo.partition("/")
+    root = _hub_cache() / f"models--{org}--{name}"
+    try:
+        commit = (root / "refs" / "main").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    snap = root / "snapshots" / commit
+    return str(snap) if commit and snap.is_dir() else None
+
+
+def resolve_model_dir(ctx: Any) -> tuple[str | None, str | None, str | None]:
+    """``(model_dir, launch_repo, how)`` from the options or the launch fact."""
+    from ..ckpt.layout import repo_from_launch
+
+    opt = ctx.option("model_dir")
+    if opt:
+        return str(opt), None, "option"
+    launch = None
+    facts = getattr(ctx, "facts", None)
+    if facts is not None:
+        try:
+            if facts.has("launch"):
+                launch = facts.get("launch")
+        except Exception:  # noqa: BLE001 - no launch fact means no fallback
+            launch = None
+    model = launch.get("model") if isinstance(launch, dict) else None
+    if isinstance(model, str) and model:
+        if os.path.isdir(model):
+            return model, None, "launch"
+        repo = repo_from_launch(model)
+        if repo:
+            snap = _cached_snapshot(repo)
+            if snap:
+                return snap, repo, "launch-hf-cache"
+            return None, repo, None
+    return None, None, None
+
+
+def probe_model(ctx: Any) -> dict[str, Any]:
+    """Scan the model directory; raises Skip when no local directory is known."""
+    from ..ckpt.scan import scan_checkpoint
+    from ..model import Skip
+
+    model_dir, launch_repo, how = resolve_model_dir(ctx)
+    if not model_dir:
+        if launch_repo:
+            raise Skip(f"the launch model {launch_repo!r} is a Hub id with no local copy in the Hugging Face "
+                       "cache; pass --model DIR to check a downloaded checkpoint")
+        raise Skip("no model directory (use --model DIR or a launch command with a local model path)")
+    repo, source = ctx.option("hf_repo"), "option"
+    if not repo and launch_repo:
+        repo, source = launch_repo, "launch"
+    if not repo:
+        source = None
+    deep = bool(ctx.option("deep", False))
+    manifest = ctx.option("manifest")
+    sample = ctx.option("sample", False)
+    timeout = float(getattr(ctx, "timeout", 0) or 0)
+    # stop hashing a little before the runner abandons the probe, so partial results come back
+    deadline = time.monotonic() + max(1.0, timeout - 2.0) if timeout and (deep or manifest) else None
+    progress = ctx.options.get("progress") if hasattr(ctx, "options") else None
+    fact = scan_checkpoint(model_dir, repo=repo, repo_source=source, deep=deep, manifest=manifest,
+                           jobs=ctx.option("jobs"), sample=sample if isinstance(sample, int) else bool(sample),
+                           progress=progress if callable(progress) else None, deadline=deadline)
+    fact["found_via"] = how
+    if not fact.get("repo"):
+        # launch id as a fallback for fix commands when the directory layout does not say
+        if launch_repo:
+            fact["repo"], fact["repo_source"] = launch_repo, "launch"
+    return fact
