@@ -143,6 +143,7 @@ class Facts:
         self.durations: dict[str, float] = {}
         self.source = source or ("live" if live else "static")
         self._lock = threading.RLock()
+        self._missing: dict[str, str] = {}
 
     # -- reading --------------------------------------------------------------------------
     def has(self, name: str) -> bool:
@@ -168,7 +169,13 @@ class Facts:
             raise Skip(self._why_missing(name))
         return self._probe(name)
 
+    def set_missing_reason(self, name: str, reason: str) -> None:
+        """Explain why a fact is absent (shown as the skip reason of the checks that need it)."""
+        self._missing[name] = reason
+
     def _why_missing(self, name: str) -> str:
+        if name in self._missing:
+            return self._missing[name]
         hints = {
             "launch": "no launch command given (pass it after `--`)",
             "model": "no model directory (use --model DIR or a launch command with a local model path)",

@@ -158,7 +158,12 @@ def _maybe_cluster(facts: Any, kw: dict[str, Any], opts: SessionOptions) -> None
         addr = f"{launch['head_host']}:{launch['head_port']}"
     rank = kw.get("node_rank") if kw.get("node_rank") is not None else launch.get("node_rank", 0)
     if not addr:
-        raise InputError("multi-node mode needs --dist-init-addr HOST:PORT (or one in the launch command)")
+        if kw.get("nnodes"):
+            raise InputError("multi-node mode needs --dist-init-addr HOST:PORT (or one in the launch command)")
+        # a multi-node launch without a rendezvous address (e.g. Ray-placed vLLM): check this node only
+        facts.set_missing_reason("cluster", f"the launch spans {nnodes} nodes but names no rendezvous address; "
+                                            "pass --dist-init-addr HOST:PORT for the multi-node checks")
+        return
     try:
         from ..cluster import ClusterOptions, ClusterUnavailable, gather
     except ImportError as exc:
