@@ -372,22 +372,11 @@ def parse_launch(
     """Parse a launch command; see the module docstring."""
     words = _split(argv)
     assignments: dict[str, str] = {}
-    while words and _ASSIGN_RE.match(words[0]):
-        m = _ASSIGN_RE.match(words[0])
-        assert m is not None
-        assignments[m.group(1)] = m.group(2)
-        words = words[1:]
-    if not words or (words and words[0] == "env" and all(_ASSIGN_RE.match(w) for w in words[1:])):
+    words = _take_assignments(words, assignments)
+    if words and words[0] == "env":  # `env A=1 B=2 cmd …`
+        words = ["env", *_take_assignments(words[1:], assignments)]
+    if not words or words == ["env"]:
         raise LaunchError("the launch command after `--` is empty; give it, e.g. `-- sglang serve --model-path …`")
-    # `env A=1 B=2 cmd` form
-    if words[0] == "env":
-        words = words[1:]
-        while words and _ASSIGN_RE.match(words[0]):
-            m = _ASSIGN_RE.match(words[0])
-            assert m is not None
-            assignments[m.group(1)] = m.group(2)
-            words = words[1:]
-        words = ["env", *words]
     engine, entry, start = _detect(words)
     spec = LaunchSpec(engine=engine, entry=entry, argv=list(words))
     file_env = parse_env_file(env_file) if env_file else {}
@@ -472,6 +461,18 @@ def parse_launch(
     if spec.node_rank >= spec.nnodes and spec.nnodes >= 1 and "node_rank" in seen:
         spec.errors.append(f"--node-rank {spec.node_rank} with --nnodes {spec.nnodes}: node rank must be < nnodes")
     return spec
+
+
+def _take_assignments(words: list[str], into: dict[str, str]) -> list[str]:
+    """Move leading ``VAR=value`` words into ``into``; return the rest."""
+    i = 0
+    while i < len(words):
+        m = _ASSIGN_RE.match(words[i])
+        if not m:
+            break
+        into[m.group(1)] = m.group(2)
+        i += 1
+    return words[i:]
 
 
 def _is_number(word: str) -> bool:
