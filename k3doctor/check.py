@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, ClassVar, Iterable, Mapping
+from typing import Any, ClassVar, Iterable, Mapping, Protocol
 
 from .model import EvidenceValue, Finding, Severity, Skip
 
@@ -117,14 +117,12 @@ class Check:
         return Skip(reason)
 
 
-class FactsLike:  # pragma: no cover - typing aid only
-    """What ``run`` receives: ``get(name)`` returns the fact or raises Skip; ``has(name)``."""
+class FactsLike(Protocol):
+    """What ``run`` receives: ``get(name)`` returns the fact or raises Skip; ``has(name)``;
+    ``option(name)`` reads a command-line option (``model_dir``, ``deep``, …)."""
 
-    def get(self, name: str) -> Any:
-        raise NotImplementedError
+    def get(self, name: str) -> Any: ...
 
-    def has(self, name: str) -> bool:
-        raise NotImplementedError
+    def has(self, name: str) -> bool: ...
 
-    def option(self, name: str, default: Any = None) -> Any:
-        raise NotImplementedError
+    def option(self, name: str, default: Any = None) -> Any: ...

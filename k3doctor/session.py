@@ -111,7 +111,7 @@ def merge_node_reports(per_node: list[tuple[str, Any]], cluster_report: Any | No
     """
     from dataclasses import replace
 
-    from .model import CheckResult, Status
+    from .model import CheckResult, Severity, Status
     from .runner import Report
 
     order = [Status.CRASH, Status.FAIL, Status.PASS, Status.SKIP]
@@ -151,9 +151,10 @@ def merge_node_reports(per_node: list[tuple[str, Any]], cluster_report: Any | No
         for r in cluster_report.results:
             merged[r.code] = r
     first = per_node[0][1] if per_node else cluster_report
+    fail_on = first.fail_on if first is not None else Severity.ERROR
     duration = sum(rep.duration_s for _, rep in per_node) + (cluster_report.duration_s if cluster_report else 0.0)
     return Report(results=list(merged.values()), duration_s=duration, source=f"{len(per_node)} snapshots",
-                  fail_on=first.fail_on)
+                  fail_on=fail_on)
 
 
 def progress_printer(enabled: bool) -> Callable[[str], None]:

@@ -43,7 +43,7 @@ def command(fmt: str, targets: bool) -> None:
     for col in ("code", "severity", "title", "requires"):
         table.add_column(col, no_wrap=col != "title")
     for r in rows:
-        table.add_row(r["code"], r["severity"], r["title"], ", ".join(r["requires"]))
+        table.add_row(str(r["code"]), str(r["severity"]), str(r["title"]), ", ".join(map(str, r["requires"])))
     console.print(table)
     console.print(f"{len(rows)} checks; `k3doctor explain CODE` shows the long doc.")
     for name, err in reg.errors:

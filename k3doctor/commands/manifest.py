@@ -53,3 +53,45 @@ def create(model_dir: str, output: str, jobs: int | None, hf_repo: str | None, n
         raise click.ClickException(f"{output}: cannot write ({exc.strerror or exc})") from None
     total = sum(r["size"] for r in doc["files"].values())
     click.echo(f"{output}: {len(doc['files'])} files, {total} bytes, repo {doc.get('repo') or '-'}", err=True)
+
+
+@command.command("verify")
+@click.argument("model_dir", type=click.Path(file_okay=False, exists=False))
+@click.argument("manifest_path", metavar="MANIFEST", type=click.Path(dir_okay=False, exists=False))
+@click.option("--jobs", type=click.IntRange(1, 256), help="Files hashed in parallel (default: CPUs).")
+@click.option("--hf-repo", help="Repo id of this checkpoint (refuses a manifest made for another repo).")
+@click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
+def verify(model_dir: str, manifest_path: str, jobs: int | None, hf_repo: str | None, no_progress: bool) -> None:
+    """Check MODEL_DIR against MANIFEST (sizes, then sha256 of every file); exit 1 on any mismatch.
+
+    Same as `k3doctor check --model MODEL_DIR --manifest MANIFEST --select CKPT009`, without the
+    other checks.
+    """
+    import sys
+
+    from ..checks.ckpt import CKPT001, CKPT009
+    from ..ckpt.progress import rich_progress
+    from ..ckpt.scan import scan_checkpoint
+    from ..facts import Facts
+    from ..model import Severity, Skip
+
+    show = not no_progress and sys.stderr.isatty()
+    with rich_progress("sha256", enabled=show) as cb:
+        fact = scan_checkpoint(model_dir, manifest=manifest_path, jobs=jobs, repo=hf_repo,
+                               repo_source="option" if hf_repo else None, progress=cb)
+    facts = Facts({"model": fact})
+    worst = None
+    for cls in (CKPT001, CKPT009):
+        try:
+            findings = list(cls().run(facts))
+        except Skip:
+            continue
+        for f in findings:
+            worst = f.severity if worst is None else max(worst, f.severity)
+            click.echo(f"{f.severity.label.upper():7} {f.code} {f.message}")
+            click.echo(f"        fix: {f.fix}")
+    deep = fact.get("deep") or {}
+    click.echo(f"{deep.get('verified', 0)} of {deep.get('files', 0)} files verified, {deep.get('mismatched', 0)} "
+               f"mismatched, {deep.get('bytes', 0)} bytes in {deep.get('seconds', 0)} s", err=True)
+    if worst is not None and worst >= Severity.ERROR:
+        sys.exit(1)

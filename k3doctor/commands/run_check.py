@@ -174,7 +174,7 @@ def _maybe_cluster(facts: Any, kw: dict[str, Any], opts: SessionOptions) -> None
     facts.collect()
     local = snapshot_document(facts, __version__)
     copts = ClusterOptions(
-        nnodes=int(nnodes), node_rank=int(rank), dist_init_addr=str(addr), store_port=kw.get("store_port"),
+        nnodes=int(nnodes), node_rank=int(rank or 0), dist_init_addr=str(addr), store_port=kw.get("store_port"),
         timeout=float(kw.get("cluster_timeout") or 60.0), token=kw.get("token"), nccl=bool(kw.get("nccl")),
         bind_all=bool(kw.get("bind_all")), gloo_ifname=kw.get("gloo_ifname"),
     )
