@@ -80,7 +80,7 @@ def main() -> None:
 def run(argv: Sequence[str] | None = None) -> int:
     """Entry point that returns the exit code instead of exiting (for tests and benchmarks)."""
     try:
-        main.main(args=list(argv) if argv is not None else None, prog_name="k3doctor", standalone_mode=False)
+        rv = main.main(args=list(argv) if argv is not None else None, prog_name="k3doctor", standalone_mode=False)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.ClickException as exc:
@@ -89,7 +89,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 130
-    return 0
+    return int(rv) if isinstance(rv, int) else 0
 
 
 def color_enabled(stream: Any) -> bool:

@@ -133,12 +133,19 @@ class Facts:
         probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
         probes: Mapping[str, str | Callable[..., Any]] | None = None,
         source: str = "",
+        probe_timeouts: Mapping[str, float] | None = None,
+        static_probes: tuple[str, ...] = (),
     ) -> None:
         self._values: dict[str, Any] = dict(values or {})
         self.live = live
         self.options: dict[str, Any] = dict(options or {})
         self.probe_timeout = probe_timeout
+        #: per-fact limits that replace ``probe_timeout`` (e.g. the model probe under ``--deep``)
+        self.probe_timeouts: dict[str, float] = dict(probe_timeouts or {})
         self.probes: dict[str, str | Callable[..., Any]] = dict(PROBES if probes is None else probes)
+        #: probes that still run in a static (snapshot/target) fact set: those that read a path the
+        #: user named on the command line (``--model DIR``), not the machine's own state
+        self.static_probes = frozenset(static_probes)
         self.errors: dict[str, ProbeError] = {}
         self.durations: dict[str, float] = {}
         self.source = source or ("live" if live else "static")
@@ -148,7 +155,10 @@ class Facts:
     # -- reading --------------------------------------------------------------------------
     def has(self, name: str) -> bool:
         """True when the fact is known or can be probed (without running the probe)."""
-        return name in self._values or (self.live and name in self.probes)
+        return name in self._values or (self._probeable(name))
+
+    def _probeable(self, name: str) -> bool:
+        return name in self.probes and (self.live or name in self.static_probes)
 
     def known(self) -> dict[str, Any]:
         """The facts gathered so far (a copy)."""
@@ -165,7 +175,7 @@ class Facts:
             return self._values[name]
         if name in self.errors:
             raise self.errors[name]
-        if not (self.live and name in self.probes):
+        if not self._probeable(name):
             raise Skip(self._why_missing(name))
         return self._probe(name)
 
@@ -190,11 +200,12 @@ class Facts:
 
     def _probe(self, name: str) -> Any:
         spec = self.probes[name]
-        ctx = ProbeContext(options=self.options, timeout=self.probe_timeout, facts=self)
+        timeout = self.probe_timeouts.get(name, self.probe_timeout)
+        ctx = ProbeContext(options=self.options, timeout=timeout, facts=self)
         started = time.perf_counter()
         try:
             fn = _resolve(spec) if isinstance(spec, str) else spec
-            value = call_with_timeout(lambda: fn(ctx), self.probe_timeout, name)
+            value = call_with_timeout(lambda: fn(ctx), timeout, name)
         except ProbeError as exc:
             self.errors[name] = exc if exc.fact == name else ProbeError(name, exc.detail)
             raise self.errors[name] from None

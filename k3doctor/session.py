@@ -33,6 +33,7 @@ class SessionOptions:
     launch_given: bool = False
     env_file: str | None = None
     probe_timeout: float = DEFAULT_PROBE_TIMEOUT
+    probe_timeouts: dict[str, float] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -56,7 +57,8 @@ def build_facts(opts: SessionOptions, *, snapshot_doc: dict[str, Any] | None = N
         snapshot_doc = load_snapshot_or_fail(opts.snapshots[0])
     if snapshot_doc is not None:
         facts = Facts(snapshot_doc["facts"], live=False, options=options,
-                      source=f"snapshot {snapshot_doc.get('_path', '')}".strip())
+                      source=f"snapshot {snapshot_doc.get('_path', '')}".strip(),
+                      static_probes=_static_probes(options), probe_timeouts=opts.probe_timeouts)
         process_env = snapshot_doc["facts"].get("env") or {}
     elif opts.target:
         try:
@@ -66,10 +68,12 @@ def build_facts(opts: SessionOptions, *, snapshot_doc: dict[str, Any] | None = N
         if opts.gpus is not None and opts.gpus < 1:
             raise InputError(f"--gpus {opts.gpus}: must be at least 1")
         facts = Facts({"gpu": gpu_fact_for_target(target, opts.gpus)}, live=False, options=options,
-                      source=f"target {target.name}")
+                      source=f"target {target.name}", static_probes=_static_probes(options),
+                      probe_timeouts=opts.probe_timeouts)
         process_env = {}
     else:
-        facts = Facts(live=True, options=options, probe_timeout=opts.probe_timeout, source="live")
+        facts = Facts(live=True, options=options, probe_timeout=opts.probe_timeout, source="live",
+                      probe_timeouts=opts.probe_timeouts)
         process_env = dict(os.environ)
     launch = _parse_launch_fact(opts, process_env)
     if launch is not None:
@@ -79,6 +83,12 @@ def build_facts(opts: SessionOptions, *, snapshot_doc: dict[str, Any] | None = N
         # the engine sees the launch's effective environment (process/snapshot env + pins)
         facts.set("env", engine_env(launch["env"]))
     return facts
+
+
+def _static_probes(options: dict[str, Any]) -> tuple[str, ...]:
+    """With ``--model DIR`` the checkpoint is read even in static mode: it is a path the user
+    named, not state of the machine the snapshot or target describes."""
+    return ("model",) if options.get("model_dir") else ()
 
 
 def load_snapshot_or_fail(path: str) -> dict[str, Any]:

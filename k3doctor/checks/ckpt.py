@@ -428,9 +428,10 @@ class CKPT010(_CkptCheck):
     Confirm with `--deep` (or `--manifest`) and re-download/re-copy the file (the command is printed).
     """
 
+    severity = Severity.WARNING
     kinds = {
-        "zero_range": (_W, lambda p: f"shard `{p['file']}`: bytes [{p.get('begin')}, {p.get('end')}) are all zero (in{_t(p) or ' ?'})", None),
-        "sparse_hole": (_W, lambda p: f"shard `{p['file']}`: sparse hole of {p.get('bytes')} bytes at [{p.get('begin')}, {p.get('end')}) (in{_t(p) or ' ?'})", None),
+        "zero_range": (_W, lambda p: f"shard `{p['file']}`: {p.get('zero_ranges')} of {p.get('ranges')} sampled ranges are all zero, first [{p.get('begin')}, {p.get('end')}) in{_t(p) or ' ?'}", None),
+        "sparse_hole": (_W, lambda p: f"shard `{p['file']}`: {p.get('holes')} sparse hole(s), {p.get('hole_bytes')} bytes, first [{p.get('begin')}, {p.get('end')}) in{_t(p) or ' ?'}", None),
         "sample_error": (_E, lambda p: f"shard `{p['file']}` could not be sampled: {p.get('error')}", None),
     }
 

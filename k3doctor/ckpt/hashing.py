@@ -24,6 +24,8 @@ from .header import open_readonly
 __all__ = ["HashJob", "hash_files", "sample_file", "DEFAULT_CHUNK"]
 
 DEFAULT_CHUNK = 4 << 20
+#: all workers' read buffers together stay under this (a 128-core box does not get 512 MB of buffers)
+BUFFER_BUDGET = 128 << 20
 Progress = Callable[[int, int], None]
 
 
@@ -95,15 +97,19 @@ def _hash_one(job: HashJob, meter: _Meter, chunk: int, deadline: float | None,
     return out
 
 
-def hash_files(jobs: Iterable[HashJob], *, workers: int | None = None, chunk: int = DEFAULT_CHUNK,
+def hash_files(jobs: Iterable[HashJob], *, workers: int | None = None, chunk: int | None = None,
                progress: Progress | None = None, deadline: float | None = None) -> list[dict[str, Any]]:
     """Hash every job; returns ``[{"file", "algo", "actual"|"error", "bytes"}]`` in input order.
 
     Largest files start first (the pool finishes together); ``deadline`` is a ``time.monotonic()``
-    value after which unfinished files report an error instead of a digest.
+    value after which unfinished files report an error instead of a digest. Each worker reuses one
+    buffer of ``chunk`` bytes (default 4 MiB, less when ``workers`` x 4 MiB would exceed
+    :data:`BUFFER_BUDGET`).
     """
     jobs = list(jobs)
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs) or 1))
+    if chunk is None:
+        chunk = max(256 << 10, min(DEFAULT_CHUNK, BUFFER_BUDGET // workers))
     meter = _Meter(sum(j.size for j in jobs), progress)
     local = threading.local()
     order = sorted(range(len(jobs)), key=lambda i: -jobs[i].size)

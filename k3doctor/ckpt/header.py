@@ -298,12 +298,13 @@ def _validate(res: HeaderResult, header: dict[str, Any], buffer_len: int) -> Non
             expect = max(expect, end)
         data_end = expect
     res.data_bytes = sum(dtype_bytes.values())
+    size = res.size or 0
     if data_end > buffer_len:
         victim = next((nm for b, e, nm in sorted(spans, key=lambda s: s[1]) if e > buffer_len), None)
-        probs.append(problem("truncated", res.file, victim, size=res.size, expected_size=res.size - buffer_len + data_end,
+        probs.append(problem("truncated", res.file, victim, size=size, expected_size=size - buffer_len + data_end,
                              missing_bytes=data_end - buffer_len))
     elif data_end < buffer_len:
-        probs.append(problem("trailing_bytes", res.file, size=res.size, expected_size=res.size - buffer_len + data_end,
+        probs.append(problem("trailing_bytes", res.file, size=size, expected_size=size - buffer_len + data_end,
                              extra_bytes=buffer_len - data_end))
 
 

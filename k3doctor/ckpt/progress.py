@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
-__all__ = ["rich_progress"]
+__all__ = ["rich_progress", "format_progress", "status_callback"]
 
 
 @contextlib.contextmanager
@@ -43,3 +43,30 @@ def rich_progress(description: str = "sha256", *, console: Any = None, enabled: 
             bar.update(task, completed=done, total=total)
 
         yield callback
+
+
+def format_progress(done: int, total: int, elapsed: float) -> str:
+    """``sha256 12.3/1560.9 GB · 1.42 GB/s · ETA 18m05s`` (for a one-line status display)."""
+    rate = done / elapsed if elapsed > 0 else 0.0
+    eta = (total - done) / rate if rate > 0 else None
+    eta_s = "?" if eta is None else f"{int(eta // 60)}m{int(eta % 60):02d}s"
+    return f"sha256 {done / 1e9:.1f}/{total / 1e9:.1f} GB · {rate / 1e9:.2f} GB/s · ETA {eta_s}"
+
+
+def status_callback(update: Callable[[str], None], *, min_interval: float = 0.25) -> Callable[[int, int], None]:
+    """A ``callback(done, total)`` that feeds :func:`format_progress` text to ``update`` (e.g. a
+    ``rich`` ``console.status(...).update``), for CLIs that already show a live spinner (rich
+    allows only one live display at a time)."""
+    started = time.monotonic()
+    lock = threading.Lock()
+    last = [0.0]
+
+    def callback(done: int, total: int) -> None:
+        now = time.monotonic()
+        with lock:
+            if done < total and now - last[0] < min_interval:
+                return
+            last[0] = now
+        update(format_progress(done, total, now - started))
+
+    return callback

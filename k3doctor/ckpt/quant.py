@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from itertools import compress, repeat
-from operator import add, itemgetter, methodcaller, mul
+from operator import add, itemgetter, methodcaller
 from typing import Any, Mapping
 
 from .header import problem
@@ -287,7 +287,7 @@ def _packed_fast(header: Mapping[str, Any], packed: list[str], group: int, scale
     """All packed/scale pairs consistent, checked with C-level passes over the distinct
     (dtype, shape) signatures; False -> the per-tensor path names the offenders."""
     try:
-        sinfos = list(map(header.get, map(add, map(_STEM, packed), repeat("scale"))))
+        sinfos: list[Any] = list(map(header.get, map(add, map(_STEM, packed), repeat("scale"))))
         if None in sinfos:
             return False
         pinfos = list(map(header.__getitem__, packed))

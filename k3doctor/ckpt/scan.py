@@ -14,17 +14,25 @@ compact summaries plus the tensor names joined in one string for the index cross
 Fact schema (``model``; all sizes in bytes)::
 
     {"schema": 1, "dir", "exists", "layout": "hf_cache"|"hf_local_dir"|"plain",
-     "repo", "repo_source", "revision", "cache_dir",
-     "config": {"present", "error", "architecture", "family", "model_type", "text_model_type",
-                "quant_method", "quant_format", "fp4", "group_size", "block", "num_experts",
-                "hidden_size", "moe_intermediate_size", "expert_hidden", "num_hidden_layers"} | null,
-     "index": {"present", "error", "total_size", "tensors", "shards", "size"} | null,
-     "shards": [{"file", "size", "header_len", "tensors", "data_bytes", "dtype_bytes", "ok"}],
+     "repo", "repo_source": "option"|"hf-cache-path"|"launch"|null, "revision", "cache_dir",
+     "found_via": "option"|"launch"|"launch-hf-cache"          (added by the probe),
+     "config": {"present", "error": null|"missing"|"invalid", "architecture", "family", "model_type",
+                "text_model_type", "quant_method", "quant_format", "fp4", "group_size", "block",
+                "num_experts", "hidden_size", "moe_intermediate_size", "expert_hidden",
+                "num_hidden_layers"},
+     "index": {"present", "error", "size", "total_size", "tensors", "shards"},
+     "shards": [{"file", "size", "header_len", "tensors", "data_bytes", "dtype_bytes": {dtype: bytes}, "ok"}],
      "totals": {"shards", "shards_ok", "tensors", "data_bytes", "file_bytes"},
-     "quant": {"packed", "fp8", "blocks", "expert_layers", "experts_per_layer": {min, max}},
-     "problems": [{"kind", "file", "tensor"?, ...raw numbers}], "problem_counts": {kind: n},
+     "quant": {"packed", "fp8", "blocks", "expert_layers", "experts_per_layer": {"min", "max"} | null},
+     "problems": [{"kind", "file", "tensor"?, "safetensors_error"?, ...raw numbers}]  (<= 50 per kind),
+     "problem_counts": {kind: n},
      "incomplete": [{"path", "size", "file"}],
-     "deep": {...} | null, "sample": {...} | null, "seconds": {...}}
+     "deep": {"source": "manifest"|"hf-cache-blob"|"hf-local-metadata"|null, "files", "verified",
+              "mismatched", "unverified": [file], "bytes", "seconds", "rate", "jobs", "manifest"} | null,
+     "sample": {"seed", "ranges_per_shard", "shards", "read_bytes", "zero_ranges", "holes"} | null,
+     "seconds": {"index", "shards", "cross_check", "deep"?, "sample"?, "total"}}
+
+Problem kinds and the check that reports each: ``k3doctor.checks.ckpt.KIND_TO_CHECK``.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ import random
 import re
 import select
 import signal
+import struct
 import sys
 import time
 import warnings
@@ -84,21 +93,68 @@ _PARENT_SHARE = 0.25
 _QUANT_KINDS = frozenset({"quant_pair_missing", "quant_shape", "quant_dtype"})
 
 
-def _scan_many(items: list[tuple[str, str]], exp: dict[str, Any], joined: bool) -> list[tuple]:
-    out = []
-    for path, file in items:
-        s, p, q, names = _scan_one(path, file, exp)
-        out.append((s, p, q, "\0".join(names) if (joined and names is not None) else names))
-    return out
+def _scan_many(items: list[tuple[str, str]], exp: dict[str, Any]) -> list[tuple]:
+    return [_scan_one(path, file, exp) for path, file in items]
+
+
+_LEN = struct.Struct("<Q")
+#: bytes of records the helper groups into one pipe hand-over
+_BATCH = 4 << 20
+
+
+def _child_scan(items: list[tuple[str, str]], exp: dict[str, Any], w: int) -> None:
+    """In the helper: scan, and hand each record to a writer thread, so parsing never waits for
+    the parent to drain the pipe (it is busy with the index at first)."""
+    import queue
+    import threading
+
+    q: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+
+    def writer() -> None:
+        while True:
+            data = q.get()
+            if data is None:
+                return
+            view = memoryview(data)
+            while view:
+                n = os.write(w, view)
+                view = view[n:]
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    batch: list[bytes] = []
+    size = 0
+    try:
+        for path, file in items:
+            s, p, qs, names = _scan_one(path, file, exp)
+            data = pickle.dumps((s, p, qs, None if names is None else "\0".join(names)),
+                                protocol=pickle.HIGHEST_PROTOCOL)
+            batch += (_LEN.pack(len(data)), data)
+            size += len(data)
+            if size >= _BATCH:
+                q.put(b"".join(batch))
+                batch, size = [], 0
+    finally:
+        if batch:
+            q.put(b"".join(batch))
+        q.put(None)
+        t.join()
 
 
 class _Helper:
-    """A forked child scanning some shards; results come back pickled through a pipe."""
+    """A forked child scanning some shards; each shard's result comes back as soon as it is ready
+    (length-prefixed pickle records through a pipe), so the parent matches them against the index
+    while the child is still parsing."""
 
     def __init__(self, items: list[tuple[str, str]], exp: dict[str, Any]) -> None:
         self.pid = 0
         self.fd = -1
         r, w = os.pipe()
+        try:  # fewer wake-ups for ~40 MB of names (Linux F_SETPIPE_SZ; capped by fs.pipe-max-size)
+            import fcntl
+            fcntl.fcntl(w, getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+        except (ImportError, OSError):
+            pass
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (3.12+)
             pid = os.fork()
@@ -106,11 +162,7 @@ class _Helper:
             code = 0
             try:
                 os.close(r)
-                data = pickle.dumps(_scan_many(items, exp, True), protocol=pickle.HIGHEST_PROTOCOL)
-                view = memoryview(data)
-                while view:
-                    n = os.write(w, view)
-                    view = view[n:]
+                _child_scan(items, exp, w)
             except BaseException:  # noqa: BLE001
                 code = 1
             finally:
@@ -118,34 +170,48 @@ class _Helper:
         os.close(w)
         self.pid, self.fd = pid, r
 
-    def result(self, timeout: float) -> list[tuple] | None:
-        chunks: list[bytes] = []
+    def results(self, timeout: float, on_record: Callable[[tuple], None]) -> list[tuple]:
+        """Records received before EOF or ``timeout`` (possibly fewer than asked for: the caller
+        scans the missing shards itself). ``on_record`` sees each record as it arrives."""
+        out: list[tuple] = []
+        buf = bytearray()
         end = time.monotonic() + timeout
         try:
             while True:
                 left = end - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError
+                    break
                 ready, _, _ = select.select([self.fd], [], [], left)
                 if not ready:
-                    raise TimeoutError
-                b = os.read(self.fd, 8 << 20)
-                if not b:
                     break
-                chunks.append(b)
-            os.waitpid(self.pid, 0)
-            self.pid = 0
-            return pickle.loads(b"".join(chunks)) if chunks else None
-        except (TimeoutError, OSError, pickle.UnpicklingError, EOFError):
-            return None
+                chunk = os.read(self.fd, 8 << 20)
+                if not chunk:
+                    break
+                buf += chunk
+                pos = 0
+                while len(buf) - pos >= 8:
+                    (n,) = _LEN.unpack_from(buf, pos)
+                    if len(buf) - pos - 8 < n:
+                        break
+                    s, p, q, joined = pickle.loads(buf[pos + 8:pos + 8 + n])
+                    rec = (s, p, q, None if joined is None else (joined.split("\0") if joined else []))
+                    on_record(rec)
+                    out.append(rec)
+                    pos += 8 + n
+                del buf[:pos]
+        except (OSError, pickle.UnpicklingError, EOFError, ValueError):
+            pass
         finally:
             os.close(self.fd)
-            if self.pid:
-                try:
+            try:
+                done, _ = os.waitpid(self.pid, os.WNOHANG)
+                if not done:
                     os.kill(self.pid, signal.SIGKILL)
                     os.waitpid(self.pid, 0)
-                except OSError:
-                    pass
+            except OSError:
+                pass
+            self.pid = 0
+        return out
 
 
 class _IndexMatcher:
@@ -191,18 +257,21 @@ def _scan_shards(model_dir: Path, files: list[str], exp: dict[str, Any], index_l
     loaded = index_loader()
     wm = _weight_map(loaded[1]) if loaded[1] is not None else None
     matcher = _IndexMatcher(wm) if wm is not None else None
-    mine = _scan_many(items[:split], exp, False)
+    mine = _scan_many(items[:split], exp)
     if matcher:
         matcher.feed(mine)
     if helper is None:
         return mine, loaded, matcher
-    theirs = helper.result(timeout)
-    if theirs is None:  # helper failed or timed out: do its part here
-        theirs = _scan_many(items[split:], exp, False)
-    else:
-        theirs = [(s, p, q, None if n is None else (n.split("\0") if n else [])) for s, p, q, n in theirs]
-    if matcher:
-        matcher.feed(theirs)
+    theirs = helper.results(timeout, (lambda rec: matcher.feed([rec])) if matcher else (lambda rec: None))
+    got = {rec[0]["file"] for rec in theirs}
+    missing = [it for it in items[split:] if it[1] not in got]
+    if missing:  # the helper died or timed out: do its remaining part here
+        rest = _scan_many(missing, exp)
+        if matcher:
+            matcher.feed(rest)
+        theirs += rest
+    order = {f: i for i, (_, f) in enumerate(items)}
+    theirs.sort(key=lambda rec: order[rec[0]["file"]])
     return mine + theirs, loaded, matcher
 
 
@@ -337,7 +406,7 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     names_by_file: dict[str, list[str]] = {}
     layers: Counter[str] = Counter()
     layer_files: dict[str, set[str]] = {}
-    qtot = Counter()
+    qtot: Counter[str] = Counter()
     for summary, probs, qstats, names in results:
         out["shards"].append(summary)
         problems.extend(probs)
@@ -354,7 +423,7 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     # index <-> shards
     t2 = time.perf_counter()
     present = set(dir_shards)
-    if weight_map is not None:
+    if weight_map is not None and matcher is not None:
         _cross_check(weight_map, names_by_file, present, problems, matcher)
     elif len(dir_shards) > 1 and not idx_present:
         problems.append(problem("index_missing", INDEX_FILE, shards=len(dir_shards)))
@@ -467,7 +536,7 @@ def _cross_check(wm: dict[str, str], names_by_file: dict[str, list[str]], presen
         if len(fs) > 1:
             problems.append(problem("tensor_duplicate", fs[0], n, files=", ".join(sorted(fs)), index_file=wm.get(n)))
             reported.add((n, "dup"))
-    for f in suspect:
+    for f in sorted(suspect):
         for n in names_by_file[f]:
             g = wm.get(n)
             if g == f or (n, "dup") in reported:
@@ -647,14 +716,19 @@ def _sample(d: Path, shards: list[dict], ranges: int, problems: list[dict]) -> d
         if not r["zero"] and not r["holes"]:
             continue
         spans = _spans(d / s["file"], s["file"])
-        for b, e in r["holes"]:
-            info["holes"] += 1
+        holes = r["holes"]
+        # zero ranges inside a reported sparse hole are the same problem
+        zeros = [z for z in r["zero"] if not any(h0 <= z[0] < h1 for h0, h1 in holes)]
+        if holes:
+            info["holes"] += len(holes)
+            b, e = holes[0]
             problems.append(problem("sparse_hole", s["file"], _tensor_at(spans, b - start), begin=b, end=e,
-                                    bytes=e - b))
-        for b, e in r["zero"]:
-            info["zero_ranges"] += 1
+                                    bytes=e - b, holes=len(holes), hole_bytes=sum(h1 - h0 for h0, h1 in holes)))
+        if zeros:
+            info["zero_ranges"] += len(zeros)
+            b, e = zeros[0]
             problems.append(problem("zero_range", s["file"], _tensor_at(spans, b - start), begin=b, end=e,
-                                    bytes=e - b))
+                                    bytes=e - b, zero_ranges=len(zeros), ranges=r["ranges"]))
     return info
 
 

@@ -42,6 +42,8 @@ def common_fact_options(fn: Any) -> Any:
 @common_fact_options
 @click.option("--deep", is_flag=True, help="sha256 every shard against local HF metadata or --manifest.")
 @click.option("--manifest", type=click.Path(dir_okay=False), help="Manifest from `k3doctor manifest create`.")
+@click.option("--deep-timeout", type=click.FloatRange(1), default=7200.0, show_default=True,
+              help="Seconds --deep/--manifest hashing may take (unfinished files are reported, not hung on).")
 @click.option("--jobs", type=click.IntRange(1, 256), help="Parallel hash workers for --deep (default: CPUs).")
 @click.option("--sample", is_flag=True, help="Read a few random ranges per shard to catch zero-filled holes.")
 @click.option("--hf-repo", help="Hub repo id used in re-download commands (default: derived).")

@@ -28,7 +28,9 @@ def _session_options(kw: dict[str, Any]) -> SessionOptions:
         "node_rank": kw.get("node_rank"),
         "gpus_per_node": kw.get("gpus"),
     }
+    hashing = bool(kw.get("deep") or kw.get("manifest"))
     return SessionOptions(
+        probe_timeouts={"model": float(kw.get("deep_timeout") or 7200.0)} if hashing else {},
         snapshots=tuple(kw.get("snapshots") or ()),
         target=kw.get("target"),
         gpus=kw.get("gpus"),
@@ -41,10 +43,18 @@ def _session_options(kw: dict[str, Any]) -> SessionOptions:
 
 
 @contextlib.contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[str, str, Any], None] | None]:
-    """A spinner on stderr naming the running check (TTY only)."""
+def _progress(enabled: bool, opts: SessionOptions) -> Iterator[Callable[[str, str, Any], None] | None]:
+    """Live feedback on stderr (TTY only): a bytes/rate/ETA bar while ``--deep`` hashes shards,
+    else a spinner naming the running check (rich shows one live display at a time)."""
     if not enabled:
         yield None
+        return
+    if opts.options.get("deep") or opts.options.get("manifest"):
+        from ..ckpt.progress import rich_progress
+
+        with rich_progress("sha256") as callback:
+            opts.options["progress"] = callback
+            yield None
         return
     from rich.console import Console
 
@@ -82,7 +92,7 @@ def collect_report(kw: dict[str, Any]) -> Any:
     fmt = kw.get("fmt") or "rich"
     interactive = fmt == "rich" and not kw.get("output") and _isatty(sys.stderr)
     try:
-        with _progress(interactive) as on_event:
+        with _progress(interactive, opts) as on_event:
             if len(opts.snapshots) > 1:
                 report = _run_many(reg, selected, opts, fail_on, on_event)
             else:

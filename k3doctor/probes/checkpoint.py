@@ -19,8 +19,11 @@ from typing import Any
 __all__ = ["probe_model", "resolve_model_dir"]
 
 
-def _hub_cache() -> Path:
-    env = os.environ
+def _hub_cache(launch_env: Any = None) -> Path:
+    """The hub cache the engine will use: the launch command's env first, then this process's."""
+    env = dict(os.environ)
+    if isinstance(launch_env, dict):
+        env.update({k: v for k, v in launch_env.items() if isinstance(v, str)})
     if env.get("HF_HUB_CACHE"):
         return Path(env["HF_HUB_CACHE"])
     if env.get("HF_HOME"):
@@ -29,10 +32,13 @@ def _hub_cache() -> Path:
     return Path(base) / "huggingface" / "hub"
 
 
-def _cached_snapshot(repo: str) -> str | None:
+def _cached_snapshot(repo: str, launch_env: Any = None) -> str | None:
     """``<hub cache>/models--org--name/snapshots/<refs/main>`` when present (read-only lookups)."""
     org, _, name = repo.partition("/")
-    root = _hub_cache() / f"models--{org}--{name}"
+    return _snapshot_of(_hub_cache(launch_env) / f"models--{org}--{name}")
+
+
+def _snapshot_of(root: Path) -> str | None:
     try:
         commit = (root / "refs" / "main").read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):
@@ -47,6 +53,11 @@ def resolve_model_dir(ctx: Any) -> tuple[str | None, str | None, str | None]:
 
     opt = ctx.option("model_dir")
     if opt:
+        # a hub-cache repo folder (models--org--name) stands for its refs/main snapshot
+        if os.path.basename(os.path.normpath(str(opt))).startswith("models--"):
+            snap = _snapshot_of(Path(str(opt)))
+            if snap:
+                return snap, None, "option-hf-cache-repo"
         return str(opt), None, "option"
     launch = None
     facts = getattr(ctx, "facts", None)
@@ -62,7 +73,7 @@ def resolve_model_dir(ctx: Any) -> tuple[str | None, str | None, str | None]:
             return model, None, "launch"
         repo = repo_from_launch(model)
         if repo:
-            snap = _cached_snapshot(repo)
+            snap = _cached_snapshot(repo, launch.get("env") if isinstance(launch, dict) else None)
             if snap:
                 return snap, repo, "launch-hf-cache"
             return None, repo, None
@@ -80,11 +91,10 @@ def probe_model(ctx: Any) -> dict[str, Any]:
             raise Skip(f"the launch model {launch_repo!r} is a Hub id with no local copy in the Hugging Face "
                        "cache; pass --model DIR to check a downloaded checkpoint")
         raise Skip("no model directory (use --model DIR or a launch command with a local model path)")
-    repo, source = ctx.option("hf_repo"), "option"
+    repo: str | None = ctx.option("hf_repo")
+    source: str | None = "option" if repo else None
     if not repo and launch_repo:
         repo, source = launch_repo, "launch"
-    if not repo:
-        source = None
     deep = bool(ctx.option("deep", False))
     manifest = ctx.option("manifest")
     sample = ctx.option("sample", False)

@@ -1,0 +1,177 @@
+"""The checkpoint scanner, header reader and inventory API on generated checkpoints."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from fixtures.checkpoints.generate import (corrupt, make_deepseek_v3_fp8, make_gpt_oss, make_small_real,
+                                           shared_skeleton)
+from k3doctor.ckpt.header import read_header
+from k3doctor.ckpt.inventory import CheckpointError, TensorRecord, iter_tensors, read_config
+from k3doctor.ckpt.scan import scan_checkpoint
+
+K3_TOTAL = 1_560_860_324_864
+
+
+def shared_k3(factory: pytest.TempPathFactory) -> Path:
+    """One Kimi-K3 skeleton per test session (generation takes a few seconds)."""
+    return shared_skeleton(factory.getbasetemp(), "kimi_k3")
+
+
+@pytest.fixture(scope="module")
+def k3(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shared_k3(tmp_path_factory)
+
+
+def _strip(fact: dict) -> dict:
+    fact = dict(fact)
+    fact.pop("seconds")
+    return fact
+
+
+def test_k3_full_scan_is_clean_and_compact(k3: Path) -> None:
+    fact = scan_checkpoint(k3)
+    assert fact["problems"] == [] and fact["problem_counts"] == {}
+    assert fact["totals"]["tensors"] == 497_220
+    assert fact["totals"]["data_bytes"] == K3_TOTAL
+    assert fact["index"]["total_size"] == K3_TOTAL and fact["index"]["tensors"] == 497_220
+    assert fact["config"]["family"] == "kimi_k3" and fact["config"]["fp4"] == "mxfp4"
+    assert fact["quant"]["experts_per_layer"] == {"min": 896, "max": 896}
+    assert fact["quant"]["expert_layers"] == 92 and fact["quant"]["packed"] == 92 * 896 * 3
+    s93 = next(s for s in fact["shards"] if s["file"] == "model-00093-of-000096.safetensors")
+    assert s93["header_len"] == 823_008 and s93["size"] == 16_567_507_176
+    assert s93["dtype_bytes"]["U8"] == 896 * 17_547_264
+    assert len(json.dumps(fact)) < 100_000  # a summary, not the 497k-tensor list
+
+
+def test_parallel_and_sequential_scans_agree(k3: Path) -> None:
+    assert _strip(scan_checkpoint(k3, parallel=True)) == _strip(scan_checkpoint(k3, parallel=False))
+
+
+def test_iter_tensors_matches_the_index(k3: Path) -> None:
+    seen = 0
+    total = 0
+    index = json.loads((k3 / "model.safetensors.index.json").read_text())["weight_map"]
+    first = None
+    for rec in iter_tensors(k3):
+        assert isinstance(rec, TensorRecord)
+        first = first or rec
+        seen += 1
+        total += rec.nbytes
+        if seen % 997 == 0:
+            assert index[rec.name] == rec.shard
+    assert seen == 497_220 and total == K3_TOTAL
+    assert first.shard == "model-00001-of-000096.safetensors" and isinstance(first.shape, tuple)
+    cfg = read_config(k3)
+    assert cfg is not None and cfg["text_config"]["num_experts"] == 896
+
+
+def test_iter_tensors_and_read_config_on_bad_input(tmp_path: Path) -> None:
+    info = make_small_real(tmp_path / "m")
+    d = Path(info["model_dir"])
+    corrupt(d, "invalid_json")
+    with pytest.raises(CheckpointError) as exc:
+        list(iter_tensors(d))
+    msg = str(exc.value)
+    assert "model-00002-of-000005.safetensors" in msg and "\n" not in msg and "k3doctor check" in msg
+    corrupt(d, "config_invalid")
+    assert read_config(d) is None
+    with pytest.raises(CheckpointError, match="not a directory"):
+        list(iter_tensors(tmp_path / "nope"))
+
+
+@pytest.mark.parametrize("maker,kw,family,quant_key", [
+    (make_deepseek_v3_fp8, {"full": True}, "deepseek_v3", "fp8"),
+    (make_deepseek_v3_fp8, {}, "deepseek_v3", "fp8"),
+    (make_gpt_oss, {"full": True}, "gpt_oss", "blocks"),
+    (make_gpt_oss, {}, "gpt_oss", "blocks"),
+])
+def test_other_families_scan_clean(tmp_path: Path, maker, kw, family, quant_key) -> None:
+    info = maker(tmp_path / "m", **kw)
+    fact = scan_checkpoint(tmp_path / "m")
+    assert fact["problem_counts"] == {}, fact["problems"][:3]
+    assert fact["config"]["family"] == family
+    assert fact["totals"]["data_bytes"] == info["total_size"]
+    assert fact["quant"][quant_key] > 0
+    lo, hi = fact["quant"]["experts_per_layer"]["min"], fact["quant"]["experts_per_layer"]["max"]
+    assert lo == hi == fact["config"]["num_experts"]
+
+
+@pytest.mark.parametrize("layout", ["local_dir", "hf_cache"])
+def test_small_real_scan_with_deep_and_sample_is_clean(tmp_path: Path, layout: str) -> None:
+    info = make_small_real(tmp_path / "m", layout=layout)
+    fact = scan_checkpoint(info["model_dir"], deep=True, sample=True)
+    assert fact["problem_counts"] == {}, fact["problems"]
+    assert fact["layout"] == {"local_dir": "hf_local_dir", "hf_cache": "hf_cache"}[layout]
+    assert fact["deep"]["verified"] == fact["deep"]["files"] >= 7 and fact["deep"]["mismatched"] == 0
+    assert fact["sample"]["shards"] == 5 and fact["sample"]["zero_ranges"] == 0
+    if layout == "hf_cache":
+        assert fact["repo"] == info["repo"] and fact["revision"] == info["revision"]
+
+
+# the safetensors library is the reference statement of the format: every header-level corruption
+# it refuses, k3doctor refuses too (and names the same file), and it opens what k3doctor accepts
+HEADER_CASES = ["truncated_shard", "header_len_beyond_file", "header_len_over_100mb", "lfs_pointer", "invalid_json",
+                "non_utf8_header", "unknown_dtype", "shape_dtype_mismatch", "offsets_overlap", "offsets_unsorted",
+                "offsets_gap", "data_past_eof", "trailing_bytes", "empty_file"]
+
+
+@pytest.mark.parametrize("case", HEADER_CASES)
+def test_header_reader_agrees_with_safetensors(tmp_path: Path, case: str) -> None:
+    safetensors = pytest.importorskip("safetensors")
+    info = make_small_real(tmp_path / "m")
+    shard = Path(info["model_dir"]) / "model-00002-of-000005.safetensors"
+    with safetensors.safe_open(str(shard), framework="np") as f:
+        assert len(list(f.keys())) > 100
+    assert read_header(str(shard), shard.name).ok
+    corrupt(info["model_dir"], case)
+    res = read_header(str(shard), shard.name)
+    assert not res.ok and all(p["file"] == shard.name for p in res.problems)
+    with pytest.raises(Exception):
+        with safetensors.safe_open(str(shard), framework="np"):
+            pass
+    fact = scan_checkpoint(info["model_dir"])
+    lib = [p.get("safetensors_error") for p in fact["problems"] if p["file"] == shard.name]
+    if case != "empty_file":
+        assert any(lib), fact["problems"]
+
+
+def test_k3_corruptions_found_through_the_helper_process(tmp_path: Path) -> None:
+    from fixtures.checkpoints.generate import make_kimi_k3
+
+    d = tmp_path / "Kimi-K3"
+    make_kimi_k3(d)
+    s42 = d / "model-00042-of-000096.safetensors"
+    os.truncate(s42, s42.stat().st_size - 1000)
+    idx = json.loads((d / "model.safetensors.index.json").read_text())
+    moved = "language_model.model.layers.80.block_sparse_moe.experts.17.w2.weight_scale"
+    idx["weight_map"][moved] = "model-00090-of-000096.safetensors"
+    (d / "model.safetensors.index.json").write_text(json.dumps(idx))
+    par, seq = scan_checkpoint(d, parallel=True), scan_checkpoint(d, parallel=False)
+    assert _strip(par) == _strip(seq)
+    kinds = {(p["kind"], p["file"], p.get("tensor")) for p in par["problems"]}
+    # the last tensor in offset order (U8 experts, lexicographic: "99" sorts after "895") is the one cut
+    assert ("truncated", s42.name, "language_model.model.layers.41.block_sparse_moe.experts.99.w3.weight_scale") in kinds
+    assert ("index_tensor_elsewhere", "model-00081-of-000096.safetensors", moved) in kinds
+    assert par["problem_counts"] == {"index_tensor_elsewhere": 1, "truncated": 1}
+
+
+def test_helper_process_death_falls_back_to_this_process(k3: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from k3doctor.ckpt import scan
+
+    parent = os.getpid()
+    real = scan._scan_one
+
+    def dies_in_child(path: str, file: str, exp: dict):  # type: ignore[no-untyped-def]
+        if os.getpid() != parent and file == "model-00060-of-000096.safetensors":
+            os._exit(3)  # the forked helper dies half-way
+        return real(path, file, exp)
+
+    monkeypatch.setattr(scan, "_scan_one", dies_in_child)
+    fact = scan_checkpoint(k3, parallel=True)
+    assert fact["problem_counts"] == {} and fact["totals"]["tensors"] == 497_220
+    assert [s["file"] for s in fact["shards"]] == sorted(s["file"] for s in fact["shards"])
