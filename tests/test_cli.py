@@ -182,3 +182,19 @@ def test_version_and_help_commands() -> None:
     res = invoke("version")
     assert res.exit_code == 0 and "k3doctor.checks.internal" in res.output
     assert "Exit codes" in invoke("--help").output
+
+
+def test_model_dir_is_read_in_static_modes(tmp_path: Path) -> None:
+    from fixtures.checkpoints.generate import make_small_real
+
+    model = tmp_path / "model"
+    make_small_real(model, layout="local_dir")
+    shard = sorted(model.glob("model-*.safetensors"))[1]
+    with open(shard, "r+b") as fh:  # truncate one shard by 100 bytes
+        fh.truncate(shard.stat().st_size - 100)
+    for source in (["--target", "h200"], ["--snapshot", str(ROOT / "fixtures/snapshots/h200-live-device.json")]):
+        res = CliRunner().invoke(main, ["check", *source, "--model", str(model), "--select", "CKPT",
+                                        "--format", "json"], catch_exceptions=False)
+        doc = json.loads(res.output)
+        assert res.exit_code == 1, source
+        assert any(shard.name in f["subject"] + f["message"] for f in doc["findings"]), doc["findings"]
