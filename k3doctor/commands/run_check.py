@@ -161,9 +161,11 @@ def _maybe_cluster(facts: Any, kw: dict[str, Any], opts: SessionOptions) -> None
         return
     launch = facts.known().get("launch") or {}
     nnodes = kw.get("nnodes") or launch.get("nnodes") or 1
-    if nnodes <= 1:
+    if nnodes <= 1 and not kw.get("nccl"):
         return
     addr = kw.get("dist_init_addr") or launch.get("dist_init_addr")
+    if nnodes <= 1 and not addr:  # `--nccl` on one node: a private loopback store
+        addr = f"127.0.0.1:{_free_port()}"
     if not addr and launch.get("head_host") and launch.get("head_port"):  # vLLM --master-addr/--master-port
         addr = f"{launch['head_host']}:{launch['head_port']}"
     rank = kw.get("node_rank") if kw.get("node_rank") is not None else launch.get("node_rank", 0)
@@ -197,6 +199,14 @@ def _maybe_cluster(facts: Any, kw: dict[str, Any], opts: SessionOptions) -> None
         facts.set("cluster", gather(local, copts, say))
     except ClusterUnavailable as exc:
         raise InputError(str(exc)) from None
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def _meta(opts: SessionOptions) -> dict[str, Any]:
