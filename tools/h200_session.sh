@@ -37,7 +37,10 @@ python3 -m k3doctor check --snapshot "$OUT/h200-live-snapshot.json" --select GPU
 step "GPU-marked tests"
 python3 -m pytest -m gpu -v -rs tests/ 2>&1 | tail -30
 
-step "NCCL all-reduce test (1 GPU: init + correctness; busbw is 0 by definition)"
+step "k3doctor check --nccl on this node (NCCL all-reduce over the local GPUs, reported by CLU010)"
+python3 -m k3doctor check --nccl --select CLU -v --timeout 120; echo "exit=$?"
+
+step "NCCL all-reduce test module directly (1 GPU: init + correctness; busbw is 0 by definition)"
 python3 -m k3doctor.cluster.nccl_test --json --sizes 16M,256M,1G --iters 50 > "$OUT/nccl.json"; echo "exit=$?"
 head -c 3000 "$OUT/nccl.json"; echo
 
