@@ -114,7 +114,7 @@ def test_manifest_cli_errors_are_one_line(tmp_path: Path, model: Path) -> None:
     assert res.exit_code == 2 and "outside the model directory" in res.output
     assert not (model / "m.json").exists()
     res = CliRunner().invoke(manifest_command, ["create", str(tmp_path / "nope"), "-o", str(tmp_path / "x.json")])
-    assert res.exit_code == 1 and res.output.count("\n") == 1 and "not a directory" in res.output
+    assert res.exit_code == 2 and "not a directory" in res.output and "Traceback" not in res.output
 
 
 @pytest.mark.parametrize("workers", [1, 2])
