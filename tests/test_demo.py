@@ -83,3 +83,12 @@ def test_launch_env_overrides_recorded_cache_paths() -> None:
     subjects = [f["subject"] for f in json.loads(res.output)["findings"]]
     assert subjects and not any("triton" in s for s in subjects)
     assert any("flashinfer" in s for s in subjects)
+
+
+def test_launch_reresolution_keeps_the_model_directory(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    model = tmp_path / "Kimi-K3"
+    model.mkdir()
+    res = CliRunner().invoke(main, ["check", "--format", "json", "--select", "FS003", "--", "sglang", "serve",
+                                    "--model-path", str(model), "--tp", "2"], catch_exceptions=False)
+    (result,) = json.loads(res.output)["results"]
+    assert "no model directory" not in result["reason"]

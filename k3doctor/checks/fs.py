@@ -54,6 +54,8 @@ def _entries(facts: Any) -> list[Mapping[str, Any]]:
                          fs_class=classify_fs(mount.get("fstype")), mount_source=mount.get("source"))
         entry.setdefault("fs_class", "unknown")
         out.append(entry)
+    keys = {str(e.get("key")) for e in out}
+    out.extend(e for e in recorded if str(e.get("key")) not in keys)  # the model directory, …
     return out
 
 
