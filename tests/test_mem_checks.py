@@ -95,3 +95,35 @@ def test_missing_launch_skips():
     f = Facts({"gpu": gpu_fact_for_target(get_target("h200"))}, options={"model_dir": "moonshotai/Kimi-K3"})
     with pytest.raises(Skip):
         _run(MEM001, f)
+
+
+def test_mem001_states_the_kv_shortfall_and_largest_context():
+    f = _facts({"engine": "vllm", "tp": 16, "ep": 1, "mem_fraction": 0.97, "context_length": 65536,
+                "moe_runner_backend": "marlin"})
+    (fd,) = _run(MEM001, f)
+    ev = fd.evidence
+    assert ev["kv_short_bytes"] == ev["kv_need_bytes"] - ev["kv_avail_bytes"] and ev["kv_short_bytes"] > 1 * GiB
+    assert "65,536 tokens need 1.72 GiB of KV per rank" in fd.message
+    assert f"short by {ev['kv_short_bytes'] / GiB:.2f} GiB" in fd.message
+    assert "largest context that fits: 0 tokens" in fd.message
+    assert "--enable-expert-parallel" in fd.fix
+
+
+def test_mem002_states_the_kv_shortfall_and_largest_context():
+    f = _facts({"engine": "vllm", "tp": 16, "ep": 1, "mem_fraction": 0.97, "context_length": 65536,
+                "moe_runner_backend": "marlin", "max_running_requests": 800})
+    assert _run(MEM001, f) == []
+    (fd,) = _run(MEM002, f)
+    ev = fd.evidence
+    assert 0 < ev["max_context"] < 65536 and ev["kv_short_bytes"] > 1 * GiB
+    assert f"short by {ev['kv_short_bytes'] / GiB:.2f} GiB" in fd.message
+    assert f"largest context that fits: {ev['max_context']:,} tokens" in fd.message
+    assert f"--max-model-len {ev['max_context']}" in fd.fix
+
+
+def test_mem_gpu_fact_reserved_sets_the_vllm_budget():
+    f = _facts({"engine": "vllm", "tp": 16, "ep": 16, "mem_fraction": 0.97, "moe_runner_backend": "marlin"})
+    from k3doctor.memory.plan import plan_from_facts
+    p = plan_from_facts(f)
+    dev = f.get("gpu")["devices"][0]
+    assert p.budget_bytes == int(0.97 * (dev["memory_total"] - dev["memory_reserved"]))

@@ -128,3 +128,161 @@ def test_fast_header_scan_equals_the_checkpoint_reader(tmp_path):
         assert (total, n) == (inv.total_bytes, inv.n_tensors)
         assert {(g.layer, g.template): (g.nbytes, g.count, g.experts) for g in groups} == _groups(inv)
         assert max(shards.values()) == inv.max_shard_bytes
+
+
+# -- the inventory inside the model fact (one header parse for CKPT and MEM) ---------------------
+def _full(inv):
+    return ([(g.layer, g.template, g.dtype, g.nbytes, g.count, g.experts) for g in inv.groups],
+            inv.source, inv.total_bytes, inv.n_tensors, inv.max_shard_bytes, inv.n_shards, inv.notes, inv.spec)
+
+
+@pytest.fixture(scope="module")
+def k3_dir(tmp_path_factory):
+    from fixtures.checkpoints.generate import shared_skeleton
+
+    return shared_skeleton(tmp_path_factory.getbasetemp(), "kimi_k3")
+
+
+def test_model_fact_inventory_equals_header_read_inventory_k3(k3_dir):
+    from k3doctor.ckpt.scan import scan_checkpoint
+    from k3doctor.memory.inventory import inventory_from_fact, read_inventory
+
+    fact = scan_checkpoint(k3_dir)
+    doc = fact["inventory"]
+    assert doc["source"] == "headers" and doc["errors"] == []
+    assert doc["tensors"] == K3_TENSORS and doc["bytes"] == K3_BYTES and doc["shards"] == 96
+    assert len(json.dumps(doc)) < 20_000  # ~3,000 groups as ~60 rows of layer ranges, config included
+    from_fact = inventory_from_fact(json.loads(json.dumps(doc)), fact["dir"])  # as read back from a snapshot
+    assert _full(from_fact) == _full(read_inventory(k3_dir))
+    assert len(from_fact.groups) == 3023
+    # and the sequential scan (no helper process) gives the same fact inventory
+    assert scan_checkpoint(k3_dir, parallel=False)["inventory"] == doc
+
+
+@pytest.mark.parametrize("kind", ["ds", "oss"])
+def test_model_fact_inventory_equals_header_read_inventory(tmp_path, kind):
+    from fixtures.checkpoints.generate import make_gpt_oss
+    from k3doctor.ckpt.scan import scan_checkpoint
+    from k3doctor.memory.inventory import inventory_from_fact, read_inventory
+
+    (make_deepseek_v3_fp8 if kind == "ds" else make_gpt_oss)(tmp_path / kind)
+    fact = scan_checkpoint(tmp_path / kind)
+    inv = inventory_from_fact(json.loads(json.dumps(fact["inventory"])), fact["dir"])
+    assert _full(inv) == _full(read_inventory(tmp_path / kind))
+    assert inv.n_tensors == fact["totals"]["tensors"] and inv.total_bytes == fact["totals"]["data_bytes"]
+
+
+def test_model_fact_inventory_of_a_broken_shard_refuses_like_the_header_reader(tmp_path):
+    from k3doctor.ckpt.scan import scan_checkpoint
+    from k3doctor.memory.inventory import inventory_from_fact
+
+    make_deepseek_v3_fp8(tmp_path / "ds")
+    shard = sorted((tmp_path / "ds").glob("*.safetensors"))[3]
+    shard.write_bytes(b"\x01\x02")  # a broken download: no header at all
+    fact = scan_checkpoint(tmp_path / "ds")
+    assert fact["inventory"]["errors"][0]["file"] == shard.name
+    with pytest.raises(InventoryError, match=shard.name):
+        inventory_from_fact(fact["inventory"], fact["dir"])
+    with pytest.raises(InventoryError, match="re-download"):
+        load_inventory(tmp_path / "ds")
+
+
+def test_config_only_directory_keeps_the_config_in_the_fact(tmp_path):
+    from k3doctor.ckpt.scan import scan_checkpoint
+    from k3doctor.memory.inventory import inventory_from_fact
+
+    (tmp_path / "config.json").write_text(json.dumps(load_known_config("qwen3-8b")))
+    fact = scan_checkpoint(tmp_path)
+    assert fact["inventory"]["source"] == "config"
+    inv = inventory_from_fact(fact["inventory"], fact["dir"])
+    assert _full(inv) == _full(load_inventory(tmp_path))
+
+
+def _seed_launch(d):
+    return ["sglang", "serve", "--model-path", str(d), "--tp-size", "16", "--ep-size", "16", "--nnodes", "2",
+            "--mem-fraction-static", "0.85"]
+
+
+def _check(tmp_path, name, *args):
+    from click.testing import CliRunner
+
+    from k3doctor.cli import main
+
+    out = tmp_path / f"{name}.json"
+    r = CliRunner().invoke(main, ["check", *args[:-1], "--format", "json", "-o", str(out), "--", *args[-1]])
+    assert r.exit_code in (0, 1), r.output
+    return json.loads(out.read_text())
+
+
+def _mem_results(report, path=None):
+    out = {}
+    for r in report["results"]:
+        if r["code"].startswith("MEM"):
+            text = json.dumps([r["status"], r.get("reason"), r.get("findings", [])])
+            out[r["code"]] = text.replace(str(path), "DIR") if path else text
+    return out
+
+
+@pytest.fixture
+def fresh_inventory_caches(monkeypatch):
+    from k3doctor.memory import inventory
+
+    monkeypatch.setattr(inventory, "_CACHE", {})
+    monkeypatch.setattr(inventory, "_FROM_FACTS", {})
+
+
+def test_mem_checks_run_from_a_snapshot_whose_model_directory_is_gone(tmp_path, k3_dir, fresh_inventory_caches):
+    from k3doctor.ckpt.scan import scan_checkpoint
+    from k3doctor.targets import get_target, gpu_fact_for_target
+
+    live = _mem_results(_check(tmp_path, "live", "--target", "h200", "--model", str(k3_dir), "--select", "MEM",
+                               _seed_launch(k3_dir)), k3_dir)
+    gone = tmp_path / "was-here" / "Kimi-K3"  # the checkpoint lived on another machine
+    fact = scan_checkpoint(k3_dir)
+    fact.update(dir=str(gone), found_via="option")
+    snap = tmp_path / "snap.json"
+    snap.write_text(json.dumps({"kind": "k3doctor.snapshot", "schema_version": 1, "tool": "k3doctor",
+                                "facts": {"gpu": gpu_fact_for_target(get_target("h200")), "model": fact}}))
+    offline = _mem_results(_check(tmp_path, "offline", "--snapshot", str(snap), "--select", "MEM",
+                                  _seed_launch(gone)), gone)
+    statuses = {c: json.loads(v)[0] for c, v in offline.items()}
+    assert statuses == {"MEM001": "pass", "MEM002": "pass", "MEM003": "pass", "MEM004": "pass", "MEM005": "skip"}
+    assert offline == live  # the same plan (and the doubled plan of MEM004) from the recorded fact alone
+
+
+def test_check_with_model_parses_each_shard_header_once(tmp_path, k3_dir, monkeypatch, fresh_inventory_caches):
+    """CKPT + MEM in one run: the scan's parse (partly in its forked helper) feeds the planner."""
+    import os
+
+    import k3doctor.ckpt.scan as scan_mod
+    from k3doctor.memory import inventory
+
+    log = tmp_path / "reads.log"
+
+    def note(what, path):  # O_APPEND writes: counts from the forked helper process too
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, f"{what}\t{os.path.basename(str(path))}\n".encode())
+        finally:
+            os.close(fd)
+
+    real_scan_read, real_mem_read = scan_mod.read_header, inventory._read_header
+
+    def scan_read(path, file, **kw):
+        note("ckpt", path)
+        return real_scan_read(path, file, **kw)
+
+    def mem_read(f):
+        note("mem", f)
+        return real_mem_read(f)
+
+    monkeypatch.setattr(scan_mod, "read_header", scan_read)
+    monkeypatch.setattr(inventory, "_read_header", mem_read)
+    report = _check(tmp_path, "both", "--target", "h200", "--model", str(k3_dir), "--select", "CKPT,MEM",
+                    _seed_launch(k3_dir))
+    statuses = {r["code"]: r["status"] for r in report["results"]}
+    assert all(statuses[c] == "pass" for c in ("CKPT001", "MEM001", "MEM002", "MEM003", "MEM004")), statuses
+    reads = [line.split("\t") for line in log.read_text().splitlines()]
+    shards = sorted(p.name for p in k3_dir.glob("*.safetensors"))
+    assert sorted(f for _, f in reads) == shards  # 96 shards, each header read (and parsed) exactly once
+    assert {w for w, _ in reads} == {"ckpt"}

@@ -68,3 +68,63 @@ def test_seed_vllm_kv_short_for_65536(k3):
     assert p.max_context < 65536
     need = 65536 * 27_648
     assert need - p.stages[0].kv_bytes > 1e9  # KV comes up more than 1 GB short
+
+
+# -- vLLM budget semantics read from vLLM source (docs/validation.md "The seed's vLLM variants") --------
+H200_CUDA_TOTAL = 150_109_880_320  # torch.cuda.mem_get_info()[1] on the H200 reading = NVML total - reserved
+
+
+def test_vllm_budget_is_utilization_of_cuda_visible_total(k3):
+    gpu = resolve_gpu("h200")
+    assert gpu.cuda_total() == H200_CUDA_TOTAL  # ../shared/reference/h200-reading.json; logs print 139.81 GiB
+    p = compute_plan(k3, Parallel("vllm", tp=16, mem_fraction=0.97, nnodes=2, moe_backend="marlin"), gpu)
+    assert p.budget_bytes == int(0.97 * H200_CUDA_TOTAL)
+    h100 = resolve_gpu("h100")
+    assert abs(h100.cuda_total() / GiB - 79.18) < 0.01  # "Free memory on device (78.57/79.18 GiB)"
+    # a measured reservation from the gpu fact wins over the table
+    from dataclasses import replace
+    assert replace(gpu, reserved=0).cuda_total() == gpu.memory_total
+
+
+def test_vllm_does_not_charge_cudagraphs_unless_asked(k3):
+    gpu = resolve_gpu("h200")
+    par = Parallel("vllm", tp=16, mem_fraction=0.97, nnodes=2, moe_backend="marlin", max_running=256)
+    base = compute_plan(k3, par, gpu)
+    asked = compute_plan(k3, Parallel("vllm", tp=16, mem_fraction=0.97, nnodes=2, moe_backend="marlin", max_running=256,
+                                      env={"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1"}), gpu)
+    assert base.kv_avail_bytes - asked.kv_avail_bytes == 256 * (1 << 20)
+
+
+def test_vllm_sampler_rows_are_min_of_tokens_and_seqs():
+    inv = load_inventory("llama-3.1-8b")
+    gpu = resolve_gpu("h100")
+    a = compute_plan(inv, Parallel("vllm", tp=1, mem_fraction=0.9, max_num_batched_tokens=512), gpu)
+    b = compute_plan(inv, Parallel("vllm", tp=1, mem_fraction=0.9, max_num_batched_tokens=512, max_running=512), gpu)
+    assert a.kv_avail_bytes == b.kv_avail_bytes  # 1024 default seqs capped to 512 rows by the token budget
+
+
+@pytest.mark.parametrize("model,tp,measured", [
+    ("llama-3.1-8b", 1, 51.38), ("qwen3-32b", 2, 34.49), ("qwen3-32b", 1, 4.45), ("gpt-oss-20b", 1, 50.28),
+    ("qwen3-0.6b", 1, 64.45)])
+def test_vllm_available_kv_within_a_tenth_gib_of_h100_logs(model, tp, measured):
+    # available KV = 0.9 x 79.18 - weights - sampler peak - non-torch, no CUDA-graph term (H100 report)
+    p = compute_plan(load_inventory(model), Parallel("vllm", tp=tp, mem_fraction=0.9, context=16000), resolve_gpu("h100"))
+    assert abs(p.kv_avail_bytes / GiB - measured) < 0.1
+
+
+def test_seed_vllm_tp16_shortfall_numbers(k3):
+    gpu = resolve_gpu("h200")
+    p = compute_plan(k3, Parallel("vllm", tp=16, mem_fraction=0.97, context=65536, nnodes=2, moe_backend="marlin"), gpu)
+    bs, page = hybrid_page(k3.spec, Parallel("vllm", tp=16), "auto")
+    # check_enough_kv_cache_memory: 24 MLA layers x cdiv(65536, bs) pages + 69 KDA state pages
+    assert p.kv_need_bytes == (24 * -(-65536 // bs) + 69) * page
+    assert 1.6 * GiB < p.kv_need_bytes < 1.8 * GiB
+    assert p.kv_avail_bytes < 0 and p.max_context == 0  # at vLLM's default 1024 sampler rows
+
+
+def test_seed_vllm_tp16_fewer_rows_gives_a_partial_context(k3):
+    gpu = resolve_gpu("h200")
+    p = compute_plan(k3, Parallel("vllm", tp=16, mem_fraction=0.97, context=65536, nnodes=2, moe_backend="marlin",
+                                  max_running=800), gpu)
+    assert p.weights_fit and not p.kv_fits
+    assert 0 < p.max_context < 65536 and p.kv_avail_bytes < p.kv_need_bytes

@@ -24,6 +24,30 @@ def _flag(plan: Any, sglang: str, vllm: str) -> str:
     return sglang if plan.engine == "sglang" else vllm
 
 
+def _shortfall(plan: Any) -> tuple[str, dict[str, Any]]:
+    """How far the KV memory is from the requested context: text and evidence (empty when unknown).
+
+    ``kv_need_bytes`` is counted the way the engine checks it (vLLM ``check_enough_kv_cache_memory``:
+    one request of ``--max-model-len``, attention pages + one KDA state page per layer; SGLang: the
+    token pool), ``kv_avail_bytes`` is what is left after weights and the profiled overhead
+    (negative when even the weights do not fit)."""
+    need = getattr(plan, "kv_need_bytes", None)
+    want = getattr(plan, "kv_need_context", None) or plan.requested_context
+    if need is None or not want:
+        return "", {}
+    avail = int(plan.kv_avail_bytes)
+    short = max(0, int(need) - avail)
+    conc = plan.requested_concurrency
+    text = (f"{want:,} tokens" + (f" × {conc} requests" if conc > 1 else "") + f" need {_gib(need)} of KV per rank, "
+            f"{_gib(avail)} is left " + ("after weights and the profiled peak" if plan.engine == "vllm"
+                                          else "of the static pool after weights")
+            + f": short by {_gib(short)}; "
+            f"largest context that fits: {plan.max_context:,} tokens")
+    ev = {"kv_need_bytes": int(need), "kv_avail_bytes": avail, "kv_short_bytes": short,
+          "requested_context": want, "max_context": plan.max_context}
+    return text, ev
+
+
 def _smallest_fitting(plan: Any, facts: Any) -> str:
     """Concrete launch flags of the smallest plan that fits (for the fix text)."""
     try:
@@ -55,7 +79,8 @@ class MEM001(Check):
     replicated routers, MLA LoRA fronts, Kimi-K3 latent projections, vocab-parallel embeddings,
     vLLM's MoE intermediate padding) and compares them with the static budget: SGLang
     `--mem-fraction-static` × free memory at start, vLLM `--gpu-memory-utilization` × total minus
-    the profile run's activations.
+    the profile run's activations. The finding says how much KV the requested context needs, how
+    far short the budget is (GiB) and the largest context that fits.
 
     ## Why it matters
     The engine finds out only after reading the checkpoint — for a 1.56 TB model that is
@@ -75,13 +100,15 @@ class MEM001(Check):
         if plan.weights_fit:
             return
         worst = max(plan.stages, key=lambda s: s.weights_bytes)
+        short, short_ev = _shortfall(plan)
         yield self.finding(
             f"weights need {_gib(worst.weights_bytes)} per rank but the {plan.engine} budget is "
-            f"{_gib(plan.budget_bytes)} on {plan.gpu.name} ({_gib(plan.gpu.memory_total)}): no room for the KV cache",
+            f"{_gib(plan.budget_bytes)} on {plan.gpu.name} ({_gib(plan.gpu.memory_total)}): no room for the KV cache"
+            + (f"; {short}" if short else ""),
             subject=f"rank={worst.rank}",
             evidence={"weights_bytes": worst.weights_bytes, "budget_bytes": plan.budget_bytes,
                       "memory_total": plan.gpu.memory_total, "world_size": plan.parallel.world,
-                      "mem_fraction": plan.parallel.mem_fraction, "header_only": plan.header_only},
+                      "mem_fraction": plan.parallel.mem_fraction, "header_only": plan.header_only, **short_ev},
             fix=_smallest_fitting(plan, facts),
         )
 
@@ -94,7 +121,9 @@ class MEM002(Check):
     attention-TP rank unless `--dcp-size`; GQA: split by KV heads) and, for Kimi-K3, the KDA
     recurrent-state pool (per request slot, sharded by attention-TP only). The projection gives the
     largest context at the requested concurrency and the largest concurrency at the requested
-    context.
+    context; the finding says how many GiB of KV the requested context needs and how short it is,
+    counted as the engine checks it (vLLM: attention pages per layer plus one KDA state page per
+    layer for one request of `--max-model-len`).
 
     ## Why it matters
     vLLM refuses to start ("… the estimated maximum model length is N"); SGLang starts but caps
@@ -114,14 +143,17 @@ class MEM002(Check):
             return
         want = plan.requested_context or 0
         flag = _flag(plan, "--context-length", "--max-model-len")
+        short, short_ev = _shortfall(plan)
         yield self.finding(
             f"KV cache holds {plan.max_context:,} tokens per request at concurrency {plan.requested_concurrency} "
             f"({plan.kv_tokens:,} tokens, {plan.kv_bytes_per_token:,} B/token per rank); {want:,} requested"
+            + (f"; {short}" if short and short_ev.get("kv_short_bytes") else "")
             + (f"; at {want:,} tokens at most {plan.max_concurrency} requests fit" if plan.max_concurrency is not None else ""),
             subject=f"context={want}",
             evidence={"max_context": plan.max_context, "requested_context": want, "kv_tokens": plan.kv_tokens,
                       "kv_bytes_per_token": plan.kv_bytes_per_token, "kv_bytes": min(s.kv_bytes for s in plan.stages),
-                      "max_concurrency": plan.max_concurrency, "requested_concurrency": plan.requested_concurrency},
+                      "max_concurrency": plan.max_concurrency, "requested_concurrency": plan.requested_concurrency,
+                      **{k: v for k, v in short_ev.items() if k not in ("requested_context", "max_context")}},
             fix=f"{flag} {plan.max_context} (largest that fits), or --kv-cache-dtype fp8_e4m3, a higher "
                 + _flag(plan, "--mem-fraction-static", "--gpu-memory-utilization") + ", or more GPUs",
         )

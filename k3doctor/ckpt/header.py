@@ -74,7 +74,8 @@ def _read_exact(fd: int, n: int, offset: int) -> bytes:
 class HeaderResult:
     """What :func:`read_header` learned about one file (``header`` is the parsed JSON or None)."""
 
-    __slots__ = ("file", "size", "header_len", "header", "problems", "data_bytes", "tensors", "dtype_bytes")
+    __slots__ = ("file", "size", "header_len", "header", "problems", "data_bytes", "tensors", "dtype_bytes",
+                 "dtypes", "spans")
 
     def __init__(self, file: str) -> None:
         self.file = file
@@ -85,6 +86,10 @@ class HeaderResult:
         self.data_bytes = 0
         self.tensors = 0
         self.dtype_bytes: dict[str, int] = {}
+        #: per-tensor dtypes and byte spans in header order (``__metadata__`` left out), kept by
+        #: the fast validation path for the memory inventory; None otherwise
+        self.dtypes: list[str] | None = None
+        self.spans: list[int] | None = None
 
     @property
     def ok(self) -> bool:
@@ -222,6 +227,7 @@ def _validate_fast(res: HeaderResult, header: dict[str, Any], buffer_len: int) -
     else:
         res.dtype_bytes = {d: sum(compress(spans, map(eq, dtypes, repeat(d)))) for d in dset}
     res.data_bytes = flat[-1]
+    res.dtypes, res.spans = dtypes, spans
     return True
 
 

@@ -11,6 +11,13 @@ multi-core machine a forked helper process parses part of the shards while this 
 the index (``json.loads`` holds the GIL, so threads cannot overlap it); the helper sends back
 compact summaries plus the tensor names joined in one string for the index cross-check.
 
+The same pass also yields the memory planner's inventory (``model["inventory"]``): each parsed
+header's names, dtypes and byte spans (the columns the fast validation already built) are summed
+per (name with the expert index folded, dtype) by :func:`k3doctor.memory.inventory.fold_tensors`
+(~40 rows per K3 shard; the helper sends those rows, not the tensors), merged here and grouped
+by :func:`k3doctor.memory.inventory.groups_from_folded`. MEM checks plan from it, so
+``check --model DIR`` parses each header once, and a snapshot plans without the directory.
+
 Fact schema (``model``; all sizes in bytes)::
 
     {"schema": 1, "dir", "exists", "layout": "hf_cache"|"hf_local_dir"|"plain",
@@ -24,6 +31,12 @@ Fact schema (``model``; all sizes in bytes)::
      "shards": [{"file", "size", "header_len", "tensors", "data_bytes", "dtype_bytes": {dtype: bytes}, "ok"}],
      "totals": {"shards", "shards_ok", "tensors", "data_bytes", "file_bytes"},
      "quant": {"packed", "fp8", "blocks", "expert_layers", "experts_per_layer": {"min", "max"} | null},
+     "inventory": {"schema": 1, "source": "headers"|"config", "tensors", "bytes", "shards", "max_shard_bytes",
+                   "columns": ["template", "dtype", "bytes", "tensors", "experts", "layers"],
+                   "groups": [[template, dtype, bytes, tensors, experts, "0-2,5,7-60"]],
+                   "config": {config.json} | null, "errors": [{"file", "kind"}]} | null
+                  (the memory planner's per-(layer, template) groups; format:
+                  :func:`k3doctor.memory.inventory.inventory_fact`; null when there is nothing to plan),
      "problems": [{"kind", "file", "tensor"?, "safetensors_error"?, ...raw numbers}]  (<= 50 per kind),
      "problem_counts": {kind: n},
      "incomplete": [{"path", "size", "file"}],
@@ -53,6 +66,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from ..memory.inventory import fold_tensors, inventory_fact, merge_folded
 from . import layout as _layout
 from .hashing import HashJob, hash_files, sample_file
 from .header import HeaderResult, problem, read_header
@@ -70,10 +84,11 @@ _CONFIG = "config.json"
 # ------------------------------------------------------------------------------------------
 # per-shard work (runs in this process or in the forked helper)
 # ------------------------------------------------------------------------------------------
-def _scan_one(path: str, file: str, exp: dict[str, Any]) -> tuple[dict, list[dict], dict, list[str] | None]:
+def _scan_one(path: str, file: str, exp: dict[str, Any]) -> tuple[dict, list[dict], dict, list[str] | None, tuple]:
     res: HeaderResult = read_header(path, file)
     qstats: dict[str, Any] = {}
     names: list[str] | None = None
+    part: tuple
     if res.header is not None:
         header = res.header
         header.pop("__metadata__", None)
@@ -81,9 +96,34 @@ def _scan_one(path: str, file: str, exp: dict[str, Any]) -> tuple[dict, list[dic
             qprobs, qstats = scan_quant(header, file, exp)
             res.problems.extend(qprobs)
         names = list(header)
+        part = _inventory_part(res, header, names)
+    else:
+        part = (None, 0, res.problems[0]["kind"] if res.problems else "unreadable")
     summary = res.summary()
     summary["ok"] = not any(p["kind"] not in _QUANT_KINDS for p in res.problems)
-    return summary, res.problems, qstats, names
+    return summary, res.problems, qstats, names, part
+
+
+def _inventory_part(res: HeaderResult, header: dict[str, Any], names: list[str]) -> tuple:
+    """This shard's share of the memory planner's inventory, from the header already parsed:
+    ``(rows, tensor bytes, None)`` with rows ``(name with {E}, dtype, bytes, tensors)`` (~40 for a
+    K3 shard; :func:`k3doctor.memory.inventory.fold_tensors`), or ``(None, 0, kind)`` when an
+    entry is malformed (the planner then refuses this checkpoint, as the header reader does)."""
+    dtypes, spans = res.dtypes, res.spans
+    if dtypes is None or spans is None or len(spans) != len(names):  # the per-tensor path
+        dtypes, spans = [], []
+        for name in names:
+            info = header[name]
+            try:
+                b, e = info["data_offsets"]
+                dt = info["dtype"]
+                nb = int(e) - int(b)
+            except (KeyError, TypeError, ValueError):
+                return None, 0, "bad_entry"
+            dtypes.append(str(dt))
+            spans.append(nb)
+    acc = fold_tensors(names, dtypes, spans)
+    return [(k[0], k[1], a[0], a[1]) for k, a in acc.items()], sum(spans), None
 
 
 #: share of the shards this process parses itself while the helper does the rest (it also
@@ -126,8 +166,8 @@ def _child_scan(items: list[tuple[str, str]], exp: dict[str, Any], w: int) -> No
     size = 0
     try:
         for path, file in items:
-            s, p, qs, names = _scan_one(path, file, exp)
-            data = pickle.dumps((s, p, qs, None if names is None else "\0".join(names)),
+            s, p, qs, names, part = _scan_one(path, file, exp)
+            data = pickle.dumps((s, p, qs, None if names is None else "\0".join(names), part),
                                 protocol=pickle.HIGHEST_PROTOCOL)
             batch += (_LEN.pack(len(data)), data)
             size += len(data)
@@ -193,8 +233,8 @@ class _Helper:
                     (n,) = _LEN.unpack_from(buf, pos)
                     if len(buf) - pos - 8 < n:
                         break
-                    s, p, q, joined = pickle.loads(buf[pos + 8:pos + 8 + n])
-                    rec = (s, p, q, None if joined is None else (joined.split("\0") if joined else []))
+                    s, p, q, joined, part = pickle.loads(buf[pos + 8:pos + 8 + n])
+                    rec = (s, p, q, None if joined is None else (joined.split("\0") if joined else []), part)
                     on_record(rec)
                     out.append(rec)
                     pos += 8 + n
@@ -224,7 +264,7 @@ class _IndexMatcher:
 
     def feed(self, results: list[tuple]) -> None:
         get, counts = self.wm.get, self.counts
-        for summary, _, _, names in results:
+        for summary, _, _, names, _ in results:
             if names is None:
                 continue
             f = summary["file"]
@@ -345,7 +385,7 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
                            "layout": "plain", "repo": repo, "repo_source": repo_source, "revision": None,
                            "cache_dir": None, "config": None, "index": None, "shards": [],
                            "totals": {}, "quant": {}, "problems": [], "problem_counts": {},
-                           "incomplete": [], "deep": None, "sample": None, "seconds": {}}
+                           "incomplete": [], "inventory": None, "deep": None, "sample": None, "seconds": {}}
     if not d.exists():
         problems.append(problem("dir_missing", str(d)))
         return _finish(out, problems, t0)
@@ -407,8 +447,16 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     layers: Counter[str] = Counter()
     layer_files: dict[str, set[str]] = {}
     qtot: Counter[str] = Counter()
-    for summary, probs, qstats, names in results:
+    inv_acc: dict[tuple[str, str], list[int]] = {}
+    inv_bytes: dict[str, int] = {}
+    inv_errors: list[dict] = []
+    for summary, probs, qstats, names, (rows, sbytes, bad) in results:
         out["shards"].append(summary)
+        if rows is not None:
+            merge_folded(inv_acc, rows)
+            inv_bytes[summary["file"]] = sbytes
+        else:
+            inv_errors.append({"file": summary["file"], "kind": bad})
         problems.extend(probs)
         if names is not None:
             names_by_file[summary["file"]] = names
@@ -448,6 +496,9 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     # config-level expectations
     if config is not None:
         _config_checks(exp, layers, layer_files, qtot, names_by_file, problems, bool(out["shards"]))
+    # the memory planner's inventory, from the same parse (k3doctor.memory.inventory)
+    if inv_bytes or inv_errors or config is not None:
+        out["inventory"] = inventory_fact(inv_acc, inv_bytes, config, inv_errors)
     per_layer = list(layers.values())
     out["quant"] = {"packed": qtot["packed"], "fp8": qtot["fp8"], "blocks": qtot["blocks"],
                     "expert_layers": len(layers),

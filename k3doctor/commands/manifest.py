@@ -4,9 +4,16 @@ download node, for ``k3doctor check --model DIR --manifest m.json`` on air-gappe
 from __future__ import annotations
 
 import os
+
 import click
 
 __all__ = ["command"]
+
+
+class BadInput(click.ClickException):
+    """Unusable input (directory, file): a one-line error and exit code 2, like a usage error."""
+
+    exit_code = 2
 
 
 @click.group("manifest")
@@ -43,14 +50,14 @@ def create(model_dir: str, output: str, jobs: int | None, hf_repo: str | None, n
     try:
         with rich_progress("sha256", enabled=show) as cb:
             doc = create_manifest(model_dir, jobs=jobs, repo=hf_repo, progress=cb)
-    except ManifestError as exc:  # bad input (not a directory, unreadable): a usage error, exit 2
-        raise click.UsageError(str(exc)) from None
+    except ManifestError as exc:  # bad input (not a directory, unreadable): one line, exit 2
+        raise BadInput(str(exc)) from None
     try:
         with open(output, "w", encoding="utf-8") as f:
             json.dump(doc, f, indent=2, sort_keys=True)
             f.write("\n")
     except OSError as exc:
-        raise click.UsageError(f"{output}: cannot write ({exc.strerror or exc})") from None
+        raise BadInput(f"{output}: cannot write ({exc.strerror or exc})") from None
     total = sum(r["size"] for r in doc["files"].values())
     click.echo(f"{output}: {len(doc['files'])} files, {total} bytes, repo {doc.get('repo') or '-'}", err=True)
 

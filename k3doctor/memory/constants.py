@@ -91,14 +91,42 @@ VLLM_MAX_NUM_SEQS = (1024, 256)
 #: Qwen3-0.6B 5.56 GiB, gpt-oss-20b/120b 7.38 GiB, Llama-3.3-70B-FP8 4.84 GiB. That matches the
 #: tensors the sampler holds at once: bf16 logits (2) + fp32 copy (4) + raw logprobs fp32 (4) +
 #: top-k/top-p sort values (4) + int64 indices (8) + softmax (4) + cumsum (4) + mask (1) +
-#: scatter-back (4) + sampling probs (4) = 39 B.
+#: scatter-back (4) + sampling probs (4) = 39 B. The rows are ``min(max_num_batched_tokens,
+#: max_num_seqs)`` (gpu_model_runner._dummy_run: ``num_reqs = min(num_tokens, max_num_reqs)``; the
+#: sampler gets ``hidden_states[logit_indices]``, one row per request) and the logits are full-vocab on
+#: every rank (LogitsProcessor._gather_logits all-gathers under V1): TP1 and TP2 receipts give the same
+#: bytes per entry (Qwen3-32B 5.64 GiB at both; Llama-3.3-70B TP2 4.84), and so does a hybrid model on
+#: H200 at TP2 (Qwen3-Next-80B-A3B, vLLM 0.10.2, 1024 rows x 151,936: 5.58 GiB). This is the
+#: PyTorch-native top-k/top-p path (sort). Newer vLLM turns FlashInfer's sampler on by default
+#: (vllm-project/vllm#40376, after #26859 had turned it off): no sort, ~14 B per entry -- no public
+#: receipt measures it yet, so it is not modelled (docs/validation.md).
 VLLM_SAMPLER_BYTES_PER_LOGIT = 38.5
 #: Residual-stream buffers alive during the profile forward (hidden, residual, norm out, attn out,
 #: gathered copies): 6 x tokens x hidden x 2 B. Estimate from the model code's tensor lifetimes.
 VLLM_RESIDUAL_BUFFERS = 6
-#: CUDA-graph memory vLLM charges before sizing the KV cache: the same H100 logs show -0.45 to
-#: +1.03 GiB ("CUDAGraph memory"); we charge a flat quarter GiB.
+#: CUDA-graph memory. vLLM subtracts its CUDA-graph estimate from the KV budget only when
+#: ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1`` (vllm/envs.py: default "0", "Disabled by default to
+#: preserve existing behavior"; vllm/v1/worker/gpu_worker.py determine_available_memory:
+#: ``cudagraph_memory_estimate_applied = estimate if envs.VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
+#: else 0``). Every public receipt agrees: available KV = requested - weights - peak activation -
+#: non-torch, to the printed 0.01 GiB, while the same lines report 0.1-2.4 GiB "CUDAGraph memory"
+#: (H100 report; Qwen3-Next-80B TP2 on H200, vLLM 0.10.2). Graphs are captured afterwards, inside the
+#: (1 - utilization) headroom. The flat quarter GiB below is charged only with the env var set.
+VLLM_CUDAGRAPH_ENV = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
 VLLM_CUDAGRAPH_BYTES = 256 * MiB
+#: vLLM's budget is ``--gpu-memory-utilization`` x the CUDA-visible total
+#: (gpu_worker: ``requested_memory = init_snapshot.total_memory * util``, ``total_memory`` from
+#: ``torch.cuda.mem_get_info()``), which is NVML ``memory.total`` minus NVML's driver-reserved memory
+#: (``nvmlDeviceGetMemoryInfo_v2().reserved``). Measured on H200: NVML total 150,754,820,096 B,
+#: reserved 644,939,776 B, torch mem_get_info total 150,109,880,320 B = the difference
+#: (../shared/reference/h200-reading.json); public vLLM logs print "(…/139.81 GiB) on startup" for H200
+#: and "(78.57/79.18 GiB)" for H100 SXM (NVML 81,559 MiB -> 479 MiB reserved). Used when the gpu fact
+#: carries no ``memory_reserved``; unknown GPUs get the H200 figure.
+NVML_RESERVED_BYTES = {
+    "NVIDIA H200": 644_939_776,
+    "NVIDIA H100 80GB HBM3": 479 * MiB,
+}
+NVML_RESERVED_DEFAULT = 616 * MiB
 #: vLLM non-torch memory at TP1 (cuBLAS/NCCL-less workspaces): 0.13 GiB in the same H100 logs;
 #: 0.55 GiB at TP2 (NCCL + custom all-reduce) -> NCCL_BYTES below.
 VLLM_NONTORCH_TP1 = 133 * MiB

@@ -1,7 +1,11 @@
-"""The tensor inventory a plan is computed from: shard headers when present, else config.json.
+"""The tensor inventory a plan is computed from: the ``model`` fact's inventory (computed by the
+checkpoint scan), else shard headers when present, else config.json.
 
 Records are aggregated per (layer, name template) at read time, so a 497,220-tensor checkpoint
-becomes ~60 groups: a template is the tensor name with the layer and expert indices removed.
+becomes ~3,000 groups (~60 templates over the layers): a template is the tensor name with the layer
+and expert indices removed. One grouping implementation: :func:`fold_tensors` (per shard, on
+parsed headers: the checkpoint scan, the JSON fallback, :func:`aggregate`) or the byte-level
+regex reader, then :func:`groups_from_folded`.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ import json
 import os
 import re
 import struct
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -17,7 +22,9 @@ from typing import Any, Iterable, Mapping
 from .spec import ModelSpec, UnknownArchitecture, load_known_config, spec_from_config
 from .synth import DTYPE_BYTES, Tensor, synthesise
 
-__all__ = ["Group", "Inventory", "InventoryError", "load_inventory", "aggregate", "read_config_any"]
+__all__ = ["Group", "Inventory", "InventoryError", "load_inventory", "aggregate", "read_config_any",
+           "fold_tensors", "merge_folded", "groups_from_folded", "inventory_fact", "inventory_from_fact",
+           "inventory_for_facts"]
 
 _NUM = re.compile(r"\.(\d+)\.")
 #: HF's default ``max_shard_size`` ("5GB") — used when shard sizes are unknown (config-only).
@@ -63,64 +70,118 @@ def aggregate(records: Iterable[Any], *, expert_scale: int = 1) -> tuple[list[Gr
 
     ``expert_scale`` > 1 means the records carry one expert per layer standing for that many
     (compact synthesis); bytes and counts of expert tensors are multiplied accordingly.
+    Same grouping as the header readers (:func:`fold_tensors` + :func:`groups_from_folded`).
     """
-    acc: dict[tuple[int, str], list[Any]] = {}
-    heads: dict[str, tuple[int, str]] = {}
+    names: list[str] = []
+    dtypes: list[str] = []
+    sizes: list[int] = []
     shards: dict[str, int] = {}
-    total = n = 0
-    split = _NUM.split
     for r in records:
         if isinstance(r, tuple):
-            name, dtype, shape, nb, sh = r
+            name, dtype, _shape, nb, sh = r
         else:
-            name, dtype, shape, nb, sh = r.name, r.dtype, r.shape, r.nbytes, getattr(r, "shard", "")
-        i = name.find(".experts.")
-        eid = -1
-        if i > 0 and name[i + 9 : i + 10].isdigit():
-            head = name[:i]
-            rest = name[i + 9 :]
-            e_txt, _, tail = rest.partition(".")
-            hk = heads.get(head)
-            if hk is None:
-                parts = split(head + ".", 1)
-                if len(parts) == 3 and parts[0].endswith("layers"):
-                    hk = (int(parts[1]), f"{parts[0]}.{{L}}.{parts[2]}")
-                else:
-                    hk = (-1, head + ".")
-                heads[head] = hk
-            key = (hk[0], f"{hk[1]}experts.{{E}}.{tail}")
-            eid = int(e_txt) if e_txt.isdigit() else -1
-            if expert_scale > 1:
-                nb = nb * expert_scale
-        else:
-            parts = split(name, 2)
-            if len(parts) == 1:
-                key = (-1, name)
-            elif parts[0].endswith("layers") and "vision" not in parts[0] and "visual" not in parts[0]:
-                if len(parts) > 3:
-                    key = (int(parts[1]), f"{parts[0]}.{{L}}.{parts[2]}.{{N}}.{parts[4]}")
-                else:
-                    key = (int(parts[1]), f"{parts[0]}.{{L}}.{parts[2]}")
-            else:
-                key = (-1, _NUM.sub(".{N}.", name))
+            name, dtype, nb, sh = r.name, r.dtype, r.nbytes, getattr(r, "shard", "")
         nb = int(nb)
-        mult = expert_scale if (eid >= 0 and expert_scale > 1) else 1
-        total += nb
-        n += mult
+        if expert_scale > 1 and ".experts." in name and _EXPERT_ID_STR.search(name):
+            nb *= expert_scale  # one synthesised expert stands for ``expert_scale``
+        names.append(name)
+        dtypes.append(str(dtype))
+        sizes.append(nb)
         if sh:
             shards[sh] = shards.get(sh, 0) + nb
-        a = acc.get(key)
+    acc = fold_tensors(names, dtypes, sizes)
+    if expert_scale > 1:
+        for key, a in acc.items():
+            if _EXPERT_MARK in key[0]:
+                a[1] *= expert_scale
+    groups = groups_from_folded(acc)
+    total = sum(g.nbytes for g in groups)
+    n = sum(g.count for g in groups)
+    return groups, total, n, shards
+
+
+# -- the one grouping implementation -------------------------------------------------------
+#: a tensor name with its expert index folded: ``model.layers.3.mlp.experts.{E}.w1.weight``
+_EXPERT_MARK = ".experts.{E}."
+_EXPERT_ID_STR = re.compile(r"\.experts\.\d+\.")
+#: per checkpoint (or per shard): (name with the expert index folded, dtype) -> [bytes, tensors]
+Folded = dict[tuple[str, str], list[int]]
+
+
+def fold_tensors(names: list[str], dtypes: list[str], nbytes: list[int], acc: Folded | None = None) -> Folded:
+    """Sum one shard's tensors (three parallel lists) per (name with ``.experts.<i>.`` folded to
+    ``.experts.{E}.``, dtype) into ``acc``. A K3 shard of ~5,200 tensors becomes ~40 keys; the
+    checkpoint scan (:mod:`k3doctor.ckpt.scan`) calls this on each parsed header, the header
+    regex reader and :func:`aggregate` feed the same keys to :func:`groups_from_folded`."""
+    if acc is None:
+        acc = {}
+    joined = "\n".join(names)
+    if ".experts." in joined:  # fold in C over the whole shard, not per name
+        folded = _EXPERT_ID_STR.sub(_EXPERT_MARK, joined).split("\n")
+        if len(folded) != len(names):  # a name holding a newline: fold one by one
+            folded = [_EXPERT_ID_STR.sub(_EXPERT_MARK, nm) for nm in names]
+    else:
+        folded = names
+    # the common case in C-level passes: every tensor of a folded name has one dtype and size
+    # (the experts of a layer), so bytes = tensors x the size of any one of them
+    counts = Counter(folded)
+    size_of, dtype_of = dict(zip(folded, nbytes)), dict(zip(folded, dtypes))
+    if list(map(size_of.__getitem__, folded)) == nbytes and list(map(dtype_of.__getitem__, folded)) == dtypes:
+        return merge_folded(acc, ((nm, dtype_of[nm], size_of[nm] * c, c) for nm, c in counts.items()))
+    get = acc.get
+    for key, nb in zip(zip(folded, dtypes), nbytes):
+        a = get(key)
         if a is None:
-            a = acc[key] = [0, 0, str(dtype), tuple(shape), set()]
-        a[0] += nb
-        a[1] += mult
-        if eid >= 0:
-            a[4].add(eid)
-    out = []
-    for (layer, tmpl), (nb, cnt, dt, shp, eids) in acc.items():
-        ne = len(eids) * (expert_scale if expert_scale > 1 else 1)
-        out.append(Group(layer, tmpl, nb, cnt, dt, shp, ne))
-    return out, total, n, shards
+            acc[key] = [nb, 1]
+        else:
+            a[0] += nb
+            a[1] += 1
+    return acc
+
+
+def merge_folded(acc: Folded, part: Iterable[tuple[str, str, int, int]]) -> Folded:
+    """Add ``(folded name, dtype, bytes, tensors)`` rows (one shard's :func:`fold_tensors`,
+    e.g. sent back by the scan's helper process) into ``acc``."""
+    get = acc.get
+    for name, dt, nb, cnt in part:
+        a = get((name, dt))
+        if a is None:
+            acc[(name, dt)] = [nb, cnt]
+        else:
+            a[0] += nb
+            a[1] += cnt
+    return acc
+
+
+def groups_from_folded(acc: Folded) -> list[Group]:
+    """Folded (name, dtype) sums -> one :class:`Group` per (layer, template): the layer index
+    becomes ``{L}``, other indices ``{N}``; ``experts`` = tensors per folded expert name."""
+    out: dict[tuple[int, str], Group] = {}
+    split, sub = _NUM.split, _NUM.sub
+    for (name, dt), (nb, cnt) in acc.items():
+        parts = split(name, 1)
+        if len(parts) == 3 and parts[0].endswith("layers") and "vision" not in parts[0] and "visual" not in parts[0]:
+            layer = int(parts[1])
+            rest = sub(".{N}.", "." + parts[2])[1:]
+            tmpl = f"{parts[0]}.{{L}}.{rest}"
+        else:
+            layer, tmpl = -1, sub(".{N}.", name)
+        g = out.get((layer, tmpl))
+        if g is None:
+            g = out[(layer, tmpl)] = Group(layer, tmpl, 0, 0, dt, (), 0)
+        g.nbytes += nb
+        g.count += cnt
+        if _EXPERT_MARK in name:
+            g.experts = max(g.experts, cnt)
+    # one order whatever the reader (headers in shard order, the scan's helper, synthesis, a fact)
+    return sorted(out.values(), key=_ORDER)
+
+
+def _order(g: Group) -> tuple[int, str, str]:
+    return g.layer, g.template, g.dtype
+
+
+_ORDER = _order
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -187,18 +248,20 @@ def _read_header(f: Path) -> bytes:
 def _aggregate_headers(model_dir: Path) -> tuple[list[Group], int, int, dict[str, int]]:
     """Aggregate every ``*.safetensors`` header of ``model_dir`` (see :func:`aggregate`).
 
-    Reads only the 8-byte length and the JSON header of each shard (the bytes ``k3doctor.ckpt``
-    validates). Headers in the canonical safetensors serialisation are scanned with one regular
-    expression and grouped on bytes (several times faster than ``json.loads`` + per-tensor
-    objects for half a million tensors); any other layout falls back to the JSON parser.
+    Used when no ``model`` fact carries the inventory (``k3doctor plan --model DIR``; the
+    checkpoint scan computes the same groups while it validates the headers). Reads only the
+    8-byte length and the JSON header of each shard. Headers in the canonical safetensors
+    serialisation are scanned with one regular expression, summed on bytes (several times faster
+    than ``json.loads`` + per-tensor objects for half a million tensors: docs/benchmarks-plan.md);
+    any other layout goes through the JSON parser and :func:`fold_tensors`. Both end in
+    :func:`groups_from_folded`.
     """
-    groups_acc: dict[bytes, list[int]] = {}
+    byte_acc: dict[bytes, list[int]] = {}
+    acc: Folded = {}
     shards: dict[str, int] = {}
-    slow: list[tuple[str, str, tuple[int, ...], int, str]] = []
-    total = n = 0
     for f in sorted(model_dir.glob("*.safetensors")):
         raw = _read_header(f)
-        # fold expert ids in C first (one template per layer and expert tensor), then scan once
+        # fold expert ids in C first (one key per layer and expert tensor), then scan once
         folded = _EXPERT_ID.sub(b".experts.{E}.", raw) if b".experts." in raw else raw
         ents = _HDR_ENTRY.findall(folded)
         if len(ents) != raw.count(b'"data_offsets"') or b"\\" in raw:
@@ -206,65 +269,38 @@ def _aggregate_headers(model_dir: Path) -> tuple[list[Group], int, int, dict[str
                 hdr = json.loads(raw)
             except (json.JSONDecodeError, UnicodeDecodeError):
                 raise InventoryError(f"{f}: header is not valid JSON; re-download the shard") from None
+            names, dtypes, sizes = [], [], []
             for name, meta in hdr.items():
                 if name == "__metadata__":
                     continue
                 try:
                     b, e = meta["data_offsets"]
-                    slow.append((name, meta["dtype"], tuple(meta["shape"]), int(e) - int(b), f.name))
+                    dtypes.append(str(meta["dtype"]))
+                    sizes.append(int(e) - int(b))
+                    names.append(name)
                 except (KeyError, TypeError, ValueError):
                     raise InventoryError(f"{f}: tensor {name!r} has a malformed header entry; "
                                          "re-download the shard") from None
+            fold_tensors(names, dtypes, sizes, acc)
+            shards[f.name] = sum(sizes)
             continue
         sbytes = 0
-        get = groups_acc.get
+        get = byte_acc.get
         for name, dt, b, e in ents:
             nb = int(e) - int(b)
             sbytes += nb
             key = name + b"|" + dt
             a = get(key)
             if a is None:
-                groups_acc[key] = [nb, 1]
+                byte_acc[key] = [nb, 1]
             else:
                 a[0] += nb
                 a[1] += 1
         shards[f.name] = sbytes
-        total += sbytes
-        n += len(ents)
-    recs = []
-    for key, (nb, cnt) in groups_acc.items():
-        name, _, dt = key.rpartition(b"|")
-        recs.append((name.decode(), dt.decode(), (), nb, cnt))
-    groups = _group_records(recs)
-    if slow:
-        g2, t2, n2, s2 = aggregate(slow)
-        groups += g2
-        total += t2
-        n += n2
-        shards.update(s2)
-    return groups, total, n, shards
-
-
-def _group_records(recs: list[tuple[str, str, tuple[()], int, int]]) -> list[Group]:
-    """Pre-summed (name-with-{E}, dtype, shape, bytes, count) records -> groups."""
-    acc: dict[tuple[int, str], Group] = {}
-    for name, dt, shape, nb, cnt in recs:
-        is_exp = ".experts.{E}" in name
-        parts = _NUM.split(name, 1)
-        if len(parts) == 3 and parts[0].endswith("layers") and "vision" not in parts[0] and "visual" not in parts[0]:
-            layer = int(parts[1])
-            rest = _NUM.sub(".{N}.", "." + parts[2])[1:]
-            tmpl = f"{parts[0]}.{{L}}.{rest}"
-        else:
-            layer, tmpl = -1, _NUM.sub(".{N}.", name)
-        g = acc.get((layer, tmpl))
-        if g is None:
-            g = acc[(layer, tmpl)] = Group(layer, tmpl, 0, 0, dt, shape, 0)
-        g.nbytes += nb
-        g.count += cnt
-        if is_exp:
-            g.experts = max(g.experts, cnt)
-    return list(acc.values())
+    merge_folded(acc, ((k.rpartition(b"|")[0].decode(), k.rpartition(b"|")[2].decode(), nb, cnt)
+                       for k, (nb, cnt) in byte_acc.items()))
+    groups = groups_from_folded(acc)
+    return groups, sum(g.nbytes for g in groups), sum(g.count for g in groups), shards
 
 
 _CACHE: dict[Any, Inventory] = {}
@@ -291,6 +327,10 @@ def load_inventory(model: str | os.PathLike[str] | None = None, *, config: Mappi
         return read_inventory(model, config=config)
     key = _signature(model)
     inv = _CACHE.get(key)
+    if inv is None and key[0] == "id" and _FROM_FACTS:
+        inv = _FROM_FACTS.get(os.path.normpath(str(model)))
+        if inv is not None:
+            return inv
     if inv is None:
         inv = read_inventory(model)
         if len(_CACHE) > 16:
@@ -315,14 +355,7 @@ def read_inventory(model: str | os.PathLike[str] | None = None, *, config: Mappi
                 f"{model}: not a directory, not a config.json and not a known model id; "
                 "pass --model DIR (with config.json or *.safetensors) or a config.json path"
             )
-    spec: ModelSpec | None = None
-    if config is not None:
-        try:
-            spec = spec_from_config(config)
-        except UnknownArchitecture as exc:
-            notes.append(f"unknown architecture: {exc}; falling back to header-only accounting")
-    elif model_dir is not None:
-        notes.append(f"{model_dir}: no config.json; falling back to header-only accounting")
+    spec = _spec(config, model_dir, notes)
     has_headers = model_dir is not None and any(model_dir.glob("*.safetensors"))
     if has_headers:
         groups, total, n, shards = _aggregate_headers(model_dir)  # type: ignore[arg-type]
@@ -341,6 +374,167 @@ def read_inventory(model: str | os.PathLike[str] | None = None, *, config: Mappi
         mx, ns = min(total, DEFAULT_SHARD_BYTES), max(1, -(-total // DEFAULT_SHARD_BYTES))
         notes.append("shard sizes unknown (config only): assuming 5 GB shards")
     return Inventory("config", spec, groups, total, n, mx, ns, notes, config)
+
+
+def _spec(config: Mapping[str, Any] | None, model_dir: Any, notes: list[str]) -> ModelSpec | None:
+    if config is not None:
+        try:
+            return spec_from_config(config)
+        except UnknownArchitecture as exc:
+            notes.append(f"unknown architecture: {exc}; falling back to header-only accounting")
+    elif model_dir is not None:
+        notes.append(f"{model_dir}: no config.json; falling back to header-only accounting")
+    return None
+
+
+# -- the inventory inside the ``model`` fact ------------------------------------------------
+INVENTORY_FACT_SCHEMA = 1
+#: config.json is copied into the fact (so a snapshot can be planned offline) up to this size
+CONFIG_FACT_LIMIT = 256 << 10
+_COLUMNS = ["template", "dtype", "bytes", "tensors", "experts", "layers"]
+_LAYER_RANGE = re.compile(r"(-?\d+)(?:-(\d+))?")
+
+
+def _ranges(layers: list[int]) -> str:
+    """``[-1]`` -> "-1"; ``[0, 1, 2, 5, 7, 8]`` -> "0-2,5,7-8"."""
+    out: list[str] = []
+    layers = sorted(layers)
+    i = 0
+    while i < len(layers):
+        j = i
+        while j + 1 < len(layers) and layers[j + 1] == layers[j] + 1:
+            j += 1
+        out.append(str(layers[i]) if i == j else f"{layers[i]}-{layers[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def _unranges(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        m = _LAYER_RANGE.fullmatch(part.strip())
+        if m is None:
+            raise ValueError(f"bad layer list {text!r}")
+        a = int(m.group(1))
+        out.extend(range(a, int(m.group(2)) + 1) if m.group(2) is not None else (a,))
+    return out
+
+
+def inventory_fact(acc: Folded, shard_bytes: Mapping[str, int], config: Mapping[str, Any] | None,
+                   errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The compact JSON form of a header inventory, for ``model["inventory"]``::
+
+        {"schema": 1, "source": "headers"|"config", "tensors", "bytes", "shards", "max_shard_bytes",
+         "columns": ["template", "dtype", "bytes", "tensors", "experts", "layers"],
+         "groups": [[template, dtype, bytes, tensors, experts, "0-2,5,7-60"]],
+         "config": {config.json} | null, "errors": [{"file", "kind"}]}
+
+    Each row stands for the :class:`Group` of every listed layer (-1: model-level tensors) —
+    the ~3,000 (layer, template) groups of Kimi-K3 are ~100 rows (~15 KB). ``acc`` is the
+    checkpoint's :func:`fold_tensors` sums; ``shard_bytes`` the tensor bytes of every shard whose
+    header parsed; ``errors`` the shards whose header did not (or holds a malformed entry):
+    :func:`inventory_from_fact` then refuses, like the header reader.
+    """
+    if config is not None:
+        try:
+            if len(json.dumps(config)) > CONFIG_FACT_LIMIT:
+                config = None
+        except (TypeError, ValueError):
+            config = None
+    groups = groups_from_folded(acc)
+    rows: dict[tuple[str, str, int, int, int], list[int]] = {}
+    for g in groups:
+        rows.setdefault((g.template, g.dtype, g.nbytes, g.count, g.experts), []).append(g.layer)
+    n = sum(g.count for g in groups)
+    return {"schema": INVENTORY_FACT_SCHEMA, "source": "headers" if n or not config else "config",
+            "tensors": n, "bytes": sum(g.nbytes for g in groups), "shards": len(shard_bytes),
+            "max_shard_bytes": max(shard_bytes.values(), default=0), "columns": _COLUMNS,
+            "groups": [[*key, _ranges(layers)] for key, layers in rows.items()],
+            "config": config, "errors": list(errors or [])[:20]}
+
+
+def inventory_from_fact(doc: Mapping[str, Any], where: str = "the checkpoint") -> Inventory:
+    """:class:`Inventory` from ``model["inventory"]`` (see :func:`inventory_fact`): the same
+    groups, totals and notes :func:`read_inventory` gives for that directory, without its files."""
+    if doc.get("schema") != INVENTORY_FACT_SCHEMA or doc.get("columns") != _COLUMNS:
+        raise InventoryError(f"{where}: the model fact's inventory has an unknown schema; "
+                             "run the check again with --model DIR")
+    errors = doc.get("errors") or []
+    if errors:
+        e = errors[0]
+        raise InventoryError(f"{os.path.join(where, str(e.get('file')))}: unreadable safetensors header "
+                             f"({e.get('kind')}); run `k3doctor check --model {where}` for the fix")
+    config = doc.get("config")
+    if doc.get("source") == "config":
+        if not isinstance(config, Mapping):
+            raise InventoryError(f"{where}: no *.safetensors headers and no config.json in the model fact")
+        return read_inventory(config=config)
+    notes: list[str] = []
+    spec = _spec(config if isinstance(config, Mapping) else None, where, notes)
+    try:
+        groups = sorted((Group(layer, str(t), int(nb), int(cnt), str(dt), (), int(ne))
+                         for t, dt, nb, cnt, ne, layers in doc["groups"] for layer in _unranges(str(layers))),
+                        key=_ORDER)
+        total, n = int(doc["bytes"]), int(doc["tensors"])
+        mx, ns = int(doc["max_shard_bytes"]), int(doc["shards"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InventoryError(f"{where}: the model fact's inventory is malformed ({exc}); "
+                             "run the check again with --model DIR") from None
+    if n == 0:
+        raise InventoryError(f"{where}: safetensors files hold no tensors")
+    return Inventory("headers", spec, groups, total, n, mx, ns, notes, config if isinstance(config, Mapping) else None)
+
+
+#: inventories of model facts whose directory is gone (a snapshot checked on another machine),
+#: so ``load_inventory(that_dir)`` answers as the fact does
+_FROM_FACTS: dict[str, Inventory] = {}
+
+
+def _same_dir(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return False
+    a, b = os.path.normpath(os.path.abspath(str(a))), os.path.normpath(os.path.abspath(str(b)))
+    return a == b or os.path.realpath(a) == os.path.realpath(b)
+
+
+def _remember(fact: Mapping[str, Any], inv: Inventory) -> None:
+    """Let later ``load_inventory(dir)`` calls in this process reuse ``inv``: keyed by the
+    directory's signature when its shards still have the sizes the scan saw, else (directory
+    gone) by its path."""
+    d = fact.get("dir")
+    if not isinstance(d, str):
+        return
+    p = Path(d)
+    if not p.is_dir():
+        if not p.exists():
+            _FROM_FACTS[os.path.normpath(d)] = inv
+        return
+    seen = {s.get("file"): s.get("size") for s in fact.get("shards") or [] if isinstance(s, dict)}
+    try:
+        now = {f.name: f.stat().st_size for f in p.glob("*.safetensors")}
+    except OSError:
+        return
+    if now and now == seen:
+        _CACHE[_signature(p)] = inv
+
+
+def inventory_for_facts(facts: Any, model_dir: Any = None) -> Inventory:
+    """The inventory ``plan_from_facts`` plans with: the ``model`` fact's (computed by the
+    checkpoint scan in the same pass over the headers, or recorded in a snapshot) when that fact
+    is already known and describes ``model_dir``; else :func:`load_inventory` (shard headers,
+    else config.json). Never runs the checkpoint probe itself."""
+    known = facts.known() if hasattr(facts, "known") else {}
+    fact = known.get("model") if isinstance(known, dict) else None
+    doc = fact.get("inventory") if isinstance(fact, dict) else None
+    if isinstance(fact, dict) and isinstance(doc, dict) and (
+            model_dir is None or _same_dir(model_dir, fact.get("dir"))
+            or (str(fact.get("found_via") or "").startswith("option") and model_dir == facts.option("model_dir"))):
+        inv = inventory_from_fact(doc, str(fact.get("dir") or model_dir))
+        _remember(fact, inv)
+        return inv
+    if model_dir is None:
+        raise InventoryError("no model directory or model id to plan from")
+    return load_inventory(model_dir)
 
 
 def dtype_bytes(dtype: str) -> float:

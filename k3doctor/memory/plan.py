@@ -25,6 +25,15 @@ class GpuSpec:
     source: str = "target"
     #: compute capability (major, minor) when known: rules out plans an engine crashes on
     cc: tuple[int, int] | None = None
+    #: NVML driver-reserved bytes (``memory_reserved`` of the gpu fact) when known
+    reserved: int | None = None
+
+    def cuda_total(self) -> int:
+        """What ``torch.cuda.mem_get_info()`` calls total: NVML total minus driver-reserved memory
+        (vLLM sizes ``--gpu-memory-utilization`` against this; constants.NVML_RESERVED_BYTES)."""
+        r = self.reserved if self.reserved is not None else C.NVML_RESERVED_BYTES.get(
+            self.name, C.NVML_RESERVED_DEFAULT)
+        return int(self.memory_total - r)
 
 
 @dataclass
@@ -77,6 +86,14 @@ class Plan:
     findings: list[dict[str, Any]] = field(default_factory=list)
     model_name: str = ""
     why: list[str] = field(default_factory=list)
+    #: memory the engine has for KV (+ KDA state) per rank after weights and the profiled overhead
+    #: (vLLM: may be negative -- "No available memory for the cache blocks"); min over stages
+    kv_avail_bytes: int = 0
+    #: KV (+ per-request state) the requested context needs at the requested concurrency, per rank,
+    #: counted the way the engine checks it (vLLM: check_enough_kv_cache_memory); max over stages
+    kv_need_bytes: int | None = None
+    #: the context ``kv_need_bytes`` is for: ``--context`` / ``--max-model-len``, else the model's maximum
+    kv_need_context: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -191,8 +208,10 @@ def _load_transient(inv: Inventory, par: Parallel) -> tuple[int, str]:
 
 
 def _vllm_overhead(inv: Inventory, par: Parallel, stage: int, gpu_total: int) -> tuple[int, dict[str, int]]:
-    """Non-KV memory vLLM's profile run charges besides weights (activation peak, non-torch,
-    CUDA graphs); estimates from the model code's tensor lifetimes, constants in :mod:`constants`."""
+    """Non-KV memory vLLM's profile run charges besides weights (activation peak, non-torch, and the
+    CUDA-graph estimate only when ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``); estimates from the
+    model code's tensor lifetimes, constants in :mod:`constants`. ``gpu_total`` is the CUDA-visible
+    total (get_batch_defaults compares it with 70 GiB)."""
     spec = inv.spec
     big = gpu_total >= C.VLLM_BIG_GPU_BYTES
     T = par.max_num_batched_tokens or C.VLLM_MAX_BATCHED_TOKENS[0 if big else 1]
@@ -213,9 +232,11 @@ def _vllm_overhead(inv: Inventory, par: Parallel, stage: int, gpu_total: int) ->
         if spec.intermediate and (not spec.is_moe or spec.first_dense):
             layer = max(layer, T * spec.intermediate / par.tp * 2 * 3)
         fwd += layer
-        sampler = seqs * spec.vocab * C.VLLM_SAMPLER_BYTES_PER_LOGIT + T * H * 2
+        # the sampler runs on min(T, max_num_seqs) rows while the forward's hidden states are alive
+        sampler = min(T, seqs) * spec.vocab * C.VLLM_SAMPLER_BYTES_PER_LOGIT + T * H * 2
         parts["activations"] = int(max(fwd, sampler))
-        parts["cuda_graphs"] = C.VLLM_CUDAGRAPH_BYTES
+        if str((par.env or {}).get(C.VLLM_CUDAGRAPH_ENV, "0")).strip().lower() in ("1", "true"):
+            parts["cuda_graphs"] = C.VLLM_CUDAGRAPH_BYTES
     parts["non_torch"] = (C.NCCL_BYTES if par.world > 1 else C.VLLM_NONTORCH_TP1) + (
         C.NCCL_MULTINODE_EXTRA if par.nnodes > 1 else 0)
     return sum(parts.values()), parts
@@ -247,6 +268,8 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
     max_conc: int | None = None
     max_ctx_min: int | None = None
     budget = 0
+    avail_min: int | None = None
+    need_max: int | None = None
     for s in range(par.pp):
         comps = stage_weights(inv, par, s)
         weights = int(sum(comps.values()))
@@ -255,6 +278,8 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
         kv_tokens = 0
         stage_max_ctx = 0
         stage_conc: int | None = None
+        avail_kv = 0  # what the engine has for KV (+ state) on this stage; may be negative (vLLM)
+        kv_need: float | None = None  # what req_ctx at conc needs of it, counted as the engine does
         if par.engine == "sglang":
             f = par.mem_fraction if par.mem_fraction is not None else sglang_default_mem_fraction(total, par)
             free_init = free0 - proc
@@ -276,14 +301,35 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
                 kv_tokens = int(kv // per_tok) if per_tok else 0
                 per_req_fixed = sliding_bytes_per_request(spec, par, s, par.kv_cache_dtype)
                 stage_max_ctx = int((kv - conc * per_req_fixed) // (per_tok * conc)) if per_tok else 0
+                avail_kv = int(kv)  # the token pool (the KDA state pool is sized separately)
+                if req_ctx and per_tok:
+                    kv_need = conc * (req_ctx * per_tok + per_req_fixed)
             elif pool > 0:
                 kv = pool
+            if pool <= 0:
+                avail_kv = int(pool)
+                if spec is not None and req_ctx and not inv.header_only:
+                    kv_need = conc * (req_ctx * kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
+                                   + sliding_bytes_per_request(spec, par, s, par.kv_cache_dtype))
         else:
             util = par.mem_fraction if par.mem_fraction is not None else C.VLLM_DEFAULT_UTIL
-            budget = int(util * total)
-            over, parts = _vllm_overhead(inv, par, s, total)
-            reserve = over + C.CUDA_CONTEXT_BYTES  # profiled activations, graphs, NCCL + context
+            cuda_total = gpu.cuda_total()
+            budget = int(util * cuda_total)  # requested_memory = util x torch's total (NVML - reserved)
+            over, parts = _vllm_overhead(inv, par, s, cuda_total)
+            # profiled activations, graphs, NCCL + context, and the driver-reserved memory
+            reserve = over + C.CUDA_CONTEXT_BYTES + (total - cuda_total)
             avail = budget - weights - over
+            avail_kv = int(avail)
+            if spec is not None and req_ctx and not inv.header_only:
+                # check_enough_kv_cache_memory: one request at max_model_len; sum over layers of
+                # max_memory_usage_bytes (attention: cdiv(len, block) pages; KDA/mamba: one page)
+                if spec.kda_layers:
+                    attn_l, kda_l, _ = stage_layer_sets(spec, par, s)
+                    bs_, page_ = hybrid_page(spec, par, par.kv_cache_dtype)
+                    kv_need = conc * (len(attn_l) * ceil(req_ctx / bs_) + len(kda_l)) * page_
+                else:
+                    kv_need = conc * (req_ctx * kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
+                                   + sliding_bytes_per_request(spec, par, s, par.kv_cache_dtype))
             if spec is not None and avail > 0:
                 per_tok = kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
                 if spec.kda_layers:
@@ -307,7 +353,7 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
                     stage_max_ctx = int((kv - conc * per_req_fixed) // (per_tok * conc)) if per_tok else 0
             elif avail > 0:
                 kv = avail
-        used = weights + kv + state + reserve
+        used = weights + max(0, kv) + state + reserve
         free = int(total - used)
         peak = proc + weights + transient
         stages.append(RankMemory(rank=s, stage=s, weights_bytes=weights, components={k: int(v) for k, v in comps.items()},
@@ -318,6 +364,9 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
         max_ctx_min = stage_max_ctx if max_ctx_min is None else min(max_ctx_min, stage_max_ctx)
         if stage_conc is not None:
             max_conc = stage_conc if max_conc is None else min(max_conc, stage_conc)
+        avail_min = avail_kv if avail_min is None else min(avail_min, avail_kv)
+        if kv_need is not None:
+            need_max = int(kv_need) if need_max is None else max(need_max, int(kv_need))
     if spec is not None and spec.max_position:
         max_ctx_min = min(max_ctx_min or 0, spec.max_position)
     if spec is not None and max_conc is None and req_ctx and per_tok_max:
@@ -346,13 +395,16 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
         why.append(f"at most {max_conc} concurrent requests fit, {par.concurrency} requested")
     notes.append(f"load transient: {transient_why}")
     return Plan(
-        engine=par.engine, parallel=par, gpu=GpuSpec(gpu.name, total, free0, gpu.source, gpu.cc), ranks=ranks, stages=stages,
+        engine=par.engine, parallel=par, gpu=GpuSpec(gpu.name, total, free0, gpu.source, gpu.cc, gpu.reserved),
+        ranks=ranks, stages=stages,
         max_rank_weights_bytes=maxw, kv_tokens=int(kv_tokens_min or 0), kv_bytes_per_token=per_tok_max,
         max_context=int(max(0, max_ctx_min or 0)), max_concurrency=max_conc, requested_context=par.context,
         requested_concurrency=conc, fits=weights_fit and load_fits and kv_fits, weights_fit=weights_fit,
         load_fits=load_fits, kv_fits=kv_fits, budget_bytes=budget, inventory_source=inv.source,
         header_only=inv.header_only, model_total_bytes=inv.total_bytes, n_tensors=inv.n_tensors,
         max_shard_bytes=inv.max_shard_bytes, notes=notes, model_name=model_name, why=why,
+        kv_avail_bytes=int(avail_min or 0), kv_need_bytes=need_max,
+        kv_need_context=int(req_ctx) if need_max is not None and req_ctx else None,
     )
 
 
@@ -417,8 +469,9 @@ def plan_from_facts(facts: Any) -> Plan:
         raise Skip("no GPU devices in the gpu fact (use --target or a snapshot)")
     totals = [int(d.get("memory_total") or 0) for d in devices]
     frees = [int(d["memory_free"]) for d in devices if d.get("memory_free") is not None]
+    reserved = [int(d["memory_reserved"]) for d in devices if d.get("memory_reserved") is not None]
     gpu = GpuSpec(str(devices[0].get("name") or "gpu"), min(totals), min(frees) if frees else None,
-                  str(gpu_fact.get("source") or "nvml"), device_cc(devices[0]))
+                  str(gpu_fact.get("source") or "nvml"), device_cc(devices[0]), max(reserved) if reserved else None)
     model_dir = facts.option("model_dir")
     if not model_dir:
         try:
@@ -430,12 +483,16 @@ def plan_from_facts(facts: Any) -> Plan:
     if not model_dir:
         raise Skip("no model directory or model id to plan from")
     cache = getattr(facts, "_k3doctor_plan_cache", None)
-    key = (str(model_dir), repr(sorted((k, str(v)) for k, v in launch.items() if k != "env")), gpu.memory_total,
+    key = (str(model_dir), repr(sorted((k, str(v)) for k, v in launch.items() if k != "env")), gpu.memory_total, gpu.reserved,
            gpu.memory_free, facts.option("concurrency"), facts.option("gpus_per_node"))
     if isinstance(cache, dict) and key in cache:
         return cache[key]
     try:
-        inv = load_inventory(model_dir)
+        # the model fact's inventory (same header parse as the CKPT scan; works from a snapshot)
+        # when known, else load_inventory(model_dir)
+        from .inventory import inventory_for_facts
+
+        inv = inventory_for_facts(facts, model_dir)
     except InventoryError as exc:
         raise Skip(str(exc)) from None
     par = parallel_from_launch(launch, concurrency=facts.option("concurrency"))
