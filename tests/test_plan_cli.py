@@ -158,3 +158,27 @@ def test_unknown_architecture_with_headers_is_marked_header_only(tmp_path):
     assert doc["ranks"][0]["components"]["experts"] == 4096 / 2
     text = run("--model", str(tmp_path), "--gpu", "h100", "--tp", "2")
     assert "HEADER-ONLY" in text.output and "not projected" in text.output
+
+
+def test_plan_from_a_snapshot_whose_model_directory_is_gone(tmp_path):
+    """`plan --snapshot` uses the snapshot's recorded checkpoint scan: no directory needed."""
+    import shutil
+    from pathlib import Path
+
+    from fixtures.checkpoints.generate import make_deepseek_v3_fp8
+    from k3doctor.ckpt.scan import scan_checkpoint
+
+    model = tmp_path / "DeepSeek-V3"
+    make_deepseek_v3_fp8(model)
+    root = Path(__file__).resolve().parent.parent
+    doc = json.loads((root / "fixtures" / "snapshots" / "h200-live-device.json").read_text())
+    doc["facts"]["model"] = scan_checkpoint(model)
+    launch = ["--", "sglang", "serve", "--model-path", str(model), "--tp-size", "1"]
+    snap = tmp_path / "node.json"
+    snap.write_text(json.dumps(doc))
+    live = CliRunner().invoke(command, ["--snapshot", str(snap), "--json", *launch], catch_exceptions=False)
+    shutil.rmtree(model)
+    offline = CliRunner().invoke(command, ["--snapshot", str(snap), "--json", *launch], catch_exceptions=False)
+    assert offline.exit_code == live.exit_code, offline.output
+    a, b = json.loads(live.output), json.loads(offline.output)
+    assert a["max_rank_weights_bytes"] == b["max_rank_weights_bytes"] > 0

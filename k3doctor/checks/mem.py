@@ -51,10 +51,10 @@ def _shortfall(plan: Any) -> tuple[str, dict[str, Any]]:
 def _smallest_fitting(plan: Any, facts: Any) -> str:
     """Concrete launch flags of the smallest plan that fits (for the fix text)."""
     try:
-        from ..memory.inventory import load_inventory
+        from ..memory.inventory import inventory_for_facts
         from ..memory.search import candidate_label, search_plans
 
-        inv = load_inventory(facts.option("model_dir") or facts.get("launch").get("model"))
+        inv = inventory_for_facts(facts, facts.option("model_dir") or facts.get("launch").get("model"))
         gpn = plan.parallel.gpus_per_node or 8
         for c in search_plans(inv, plan.parallel, plan.gpu, gpus_per_node=gpn):
             if c.fits:
@@ -221,7 +221,7 @@ class MEM004(Check):
     def run(self, facts: Any) -> Iterator[Finding]:
         from dataclasses import replace
 
-        from ..memory.inventory import load_inventory
+        from ..memory.inventory import inventory_for_facts
         from ..memory.plan import compute_plan
 
         plan = _plan(facts)
@@ -230,7 +230,7 @@ class MEM004(Check):
         p = plan.parallel
         bigger = replace(p, tp=p.tp * 2, ep=(p.ep * 2 if p.ep > 1 else 1), nnodes=p.nnodes * 2, env=dict(p.env))
         try:
-            inv = load_inventory(facts.option("model_dir") or facts.get("launch").get("model"))
+            inv = inventory_for_facts(facts, facts.option("model_dir") or facts.get("launch").get("model"))
             p2 = compute_plan(inv, bigger, plan.gpu)
         except Exception as exc:  # noqa: BLE001 - an impossible doubled plan means nothing to compare
             raise self.skip(f"no doubled plan to compare with ({exc})") from None

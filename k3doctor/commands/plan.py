@@ -55,7 +55,7 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
     when the plan does not fit.
     """
     from ..facts import Facts
-    from ..memory.inventory import InventoryError, load_inventory
+    from ..memory.inventory import InventoryError, inventory_for_facts
     from ..memory.placement import PlanError
     from ..memory.plan import plan_from_facts, resolve_gpu
     from ..model import Severity, Skip
@@ -98,6 +98,7 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
 
     # -- GPU fact -----------------------------------------------------------------------------
     gpu_fact: dict[str, Any] | None = None
+    model_fact: dict[str, Any] | None = None  # a snapshot's checkpoint scan (plans without the directory)
     gpn_default: int | None = None
     if gpu_name and snapshot:
         _fail("give either --gpu or --snapshot, not both")
@@ -112,8 +113,11 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
             gpn_default = get_target(gpu_name).gpus_per_node
         except Exception:  # noqa: BLE001 - extra (non-target) GPU types default to 8 per node
             gpn_default = 8
-        gpu_fact = {"ok": True, "source": "target", "devices": [
-            {"index": 0, "name": g.name, "memory_total": g.memory_total, "memory_free": g.memory_total - 616 * (1 << 20)}]}
+        device: dict[str, Any] = {"index": 0, "name": g.name, "memory_total": g.memory_total,
+                                  "memory_free": g.memory_total - 616 * (1 << 20)}
+        if g.cc is not None:
+            device["cc"] = list(g.cc)
+        gpu_fact = {"ok": True, "source": "target", "devices": [device]}
     elif snapshot:
         from ..facts import SnapshotError, load_snapshot
 
@@ -122,6 +126,7 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
         except SnapshotError as exc:
             _fail(str(exc))
         gpu_fact = (doc.get("facts") or {}).get("gpu")
+        model_fact = (doc.get("facts") or {}).get("model")
         if not gpu_fact or not gpu_fact.get("devices"):
             _fail(f"{snapshot}: the snapshot has no GPU devices; plan statically with --gpu h200 (or another type)")
         gpn_default = len(gpu_fact["devices"])
@@ -153,11 +158,14 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
     options: dict[str, Any] = {"model_dir": model_ref, "concurrency": concurrency, "gpus_per_node": gpn}
     if measured is not None:
         options["measured_gib"] = measured
-    facts = Facts({"launch": launch_d, "gpu": gpu_fact}, options=options, source="plan")
+    values: dict[str, Any] = {"launch": launch_d, "gpu": gpu_fact}
+    if isinstance(model_fact, dict):
+        values["model"] = model_fact
+    facts = Facts(values, options=options, source="plan")
 
     # -- inventory up front: clear messages for bad input -----------------------------------
     try:
-        inv = load_inventory(model_ref)
+        inv = inventory_for_facts(facts, model_ref)
     except InventoryError as exc:
         _fail(str(exc))
 
