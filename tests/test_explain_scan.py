@@ -149,3 +149,14 @@ def test_follow_lines_after_an_anchor_across_blocks(tmp_path, monkeypatch):
     lone = write(tmp_path, "g.log", "Bootstrap : no socket interface found\n")
     assert ids(Scanner().explain_files([lone])) == []
     assert ids(Scanner().explain_bytes(b"Bootstrap : no socket interface found\n")) == ["nccl-no-socket-interface"]
+
+
+def test_log_scan_reports_progress_in_bytes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from k3doctor.explain import explain_paths
+
+    log = tmp_path / "rank0.log"
+    line = b"INFO nothing to see here, just a long and boring line of a healthy rank\n"
+    log.write_bytes(line * 200_000)  # ~14 MB: several 4 MiB blocks
+    seen: list[int] = []
+    explain_paths([str(log)], progress=seen.append)
+    assert len(seen) >= 3 and seen == sorted(seen) and seen[-1] == log.stat().st_size

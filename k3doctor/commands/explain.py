@@ -103,6 +103,24 @@ def _explain_stdin() -> Any:
     return agg.report(["<stdin>"], time.perf_counter() - t0)
 
 
+#: Logs larger than this get a progress bar on an interactive stderr (about a second of scanning).
+PROGRESS_MIN_BYTES = 128 * 1024 * 1024
+
+
+def _scan_with_progress(explain_paths: Any, paths: list[str]) -> Any:
+    """Run the log scan, with a bytes/rate/ETA bar on stderr for big logs on a terminal."""
+    import os
+    import sys
+
+    total = sum(os.path.getsize(p) for p in paths if p != "-")
+    if total < PROGRESS_MIN_BYTES or "-" in paths or not sys.stderr.isatty():
+        return explain_paths(paths)
+    from ..ckpt.progress import rich_progress
+
+    with rich_progress("scanning logs") as callback:
+        return explain_paths(paths, progress=lambda done: callback(done, total))
+
+
 def _output(report: Any, fmt: str, limit: int) -> int:
     from k3doctor.explain.render import report_json, report_rich, report_text
 
@@ -158,7 +176,7 @@ def command(ctx: click.Context, args: tuple[str, ...], logs: tuple[str, ...], li
             raise click.UsageError(f"not a readable file: {', '.join(missing)}")
         from k3doctor.explain import explain_paths
 
-        ctx.exit(_output(explain_paths(paths), fmt, limit))
+        ctx.exit(_output(_scan_with_progress(explain_paths, paths), fmt, limit))
     if not args:
         raise click.UsageError("give error TEXT, '-' to read stdin, --log FILE..., a check CODE, or --list")
     if len(args) == 1 and _CODE_LIKE.match(args[0]):

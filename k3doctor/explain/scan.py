@@ -272,6 +272,8 @@ class Scanner:
         while True:
             chunk = stream.read(BLOCK)
             agg.bytes += len(chunk)
+            if agg.progress is not None:
+                agg.progress(agg.bytes)
             if not chunk:
                 if carry:
                     self._scan_block(carry, name, file_index, line_base, agg, prefilter, tail)
@@ -323,9 +325,12 @@ class Scanner:
         self.scan_stream(io.BytesIO(data), name, agg, 0, prefilter)
         return agg.report([name], time.perf_counter() - t0)
 
-    def explain_files(self, paths: Iterable[str], prefilter: bool = True) -> Report:
+    def explain_files(self, paths: Iterable[str], prefilter: bool = True,
+                      progress: Callable[[int], None] | None = None) -> Report:
+        """Scan log files; ``progress(bytes_read_so_far)`` is called after every block."""
         t0 = time.perf_counter()
         agg = _Aggregator()
+        agg.progress = progress
         names = []
         for i, p in enumerate(paths):
             names.append(p)
@@ -339,6 +344,7 @@ class Scanner:
 
 class _Aggregator:
     def __init__(self) -> None:
+        self.progress: Callable[[int], None] | None = None
         self.by_id: dict[str, Match] = {}
         self.ts_seen: set[tuple[str, str]] = set()
         self.bytes = 0
@@ -399,6 +405,6 @@ def explain_text(text: str, name: str = "<text>") -> Report:
     return _scanner().explain_bytes(text.encode("utf-8", "surrogateescape"), name, prefilter=False)
 
 
-def explain_paths(paths: Iterable[str]) -> Report:
+def explain_paths(paths: Iterable[str], progress: Callable[[int], None] | None = None) -> Report:
     """Recognise failures in log files (streamed, prefiltered)."""
-    return _scanner().explain_files(paths, prefilter=True)
+    return _scanner().explain_files(paths, prefilter=True, progress=progress)
