@@ -18,6 +18,7 @@ from graphlib import CycleError, TopologicalSorter
 from typing import Callable, Iterable
 
 from .check import Check
+from .exitcodes import ExitCode
 from .facts import Facts, ProbeError, ProbeTimeout
 from .model import CheckResult, Finding, Severity, Skip, Status
 
@@ -59,10 +60,10 @@ class Report:
     @property
     def exit_code(self) -> int:
         if self.crashed:
-            return 3
+            return int(ExitCode.CRASHED)
         if any(f.severity >= self.fail_on for f in self.findings):
-            return 1
-        return 0
+            return int(ExitCode.FINDINGS)
+        return int(ExitCode.OK)
 
 
 #: INT codes that mean k3doctor itself (a probe, a check, a plugin) broke: exit code 3.

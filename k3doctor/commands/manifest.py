@@ -7,13 +7,15 @@ import os
 
 import click
 
+from ..exitcodes import ExitCode
+
 __all__ = ["command"]
 
 
 class BadInput(click.ClickException):
     """Unusable input (directory, file): a one-line error and exit code 2, like a usage error."""
 
-    exit_code = 2
+    exit_code = int(ExitCode.USAGE)
 
 
 @click.group("manifest")
