@@ -165,15 +165,3 @@ def merge_node_reports(per_node: list[tuple[str, Any]], cluster_report: Any | No
     duration = sum(rep.duration_s for _, rep in per_node) + (cluster_report.duration_s if cluster_report else 0.0)
     return Report(results=list(merged.values()), duration_s=duration, source=f"{len(per_node)} snapshots",
                   fail_on=fail_on)
-
-
-def progress_printer(enabled: bool) -> Callable[[str], None]:
-    """A callback that prints one progress line to stderr (or does nothing)."""
-    import sys
-
-    def _print(msg: str) -> None:
-        if enabled:
-            sys.stderr.write(f"k3doctor: {msg}\n")
-            sys.stderr.flush()
-
-    return _print

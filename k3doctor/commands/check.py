@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
@@ -83,10 +82,3 @@ def command(ctx: click.Context, **kw: Any) -> None:
     kw["launch_given"] = ctx.meta.get("k3doctor.dashdash", False)
     code = execute(kw)
     ctx.exit(code)
-
-
-def _stderr_is_tty() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
