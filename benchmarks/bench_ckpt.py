@@ -190,7 +190,7 @@ def _load() -> str:
 
 
 def report(a: dict | None, b: dict | None, meta: dict) -> str:
-    L = [f"# Checkpoint benchmarks (`benchmarks/bench_ckpt.py`)", "",
+    L = ["# Checkpoint benchmarks (`benchmarks/bench_ckpt.py`)", "",
          f"Machine: {meta['machine']}; Python {meta['python']}; {meta['cores']} cores; load average before/after "
          f"{meta['load_before']} → {meta['load_after']}; repeat {meta['repeat']} (interleaved). "
          "All ratios are from the same run. Subprocesses run with byte-code caching on (as installed; "

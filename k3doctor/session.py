@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from .facts import DEFAULT_PROBE_TIMEOUT, Facts, SnapshotError, load_snapshot
 from .launch import LaunchError, parse_launch

@@ -38,3 +38,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def emulate_permissions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As root the kernel ignores mode 000; emulate the EACCES any other user gets (checkpoint tests)."""
+    import errno
+    import os
+
+    from k3doctor.ckpt import hashing, header
+
+    if os.geteuid() != 0:
+        return
+    real = header.open_readonly
+
+    def fake(path: str) -> int:
+        if os.path.exists(path) and os.stat(path).st_mode & 0o777 == 0:
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(header, "open_readonly", fake)
+    monkeypatch.setattr(hashing, "open_readonly", fake)

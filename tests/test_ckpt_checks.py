@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
@@ -15,7 +14,6 @@ from fixtures.checkpoints.generate import CACHE_ONLY_CASES, CASES, SMALL_REPO, c
 from k3doctor.check import Check
 from k3doctor.checks import ckpt as ckpt_checks
 from k3doctor.checks.ckpt import CHECKS, KIND_TO_CHECK, refetch_command
-from k3doctor.ckpt import hashing, header
 from k3doctor.ckpt.scan import scan_checkpoint
 from k3doctor.facts import Facts, ProbeContext
 from k3doctor.model import Finding, Severity, Skip
@@ -50,22 +48,6 @@ def run_checks(fact: dict[str, Any]) -> tuple[list[Finding], dict[str, str]]:
         except Skip as exc:
             skipped[cls.code] = exc.reason
     return findings, skipped
-
-
-@pytest.fixture
-def emulate_permissions(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As root the kernel ignores mode 000; emulate the EACCES any other user gets."""
-    if os.geteuid() != 0:
-        return
-    real = header.open_readonly
-
-    def fake(path: str) -> int:
-        if os.path.exists(path) and os.stat(path).st_mode & 0o777 == 0:
-            raise PermissionError(errno.EACCES, "Permission denied", path)
-        return real(path)
-
-    monkeypatch.setattr(header, "open_readonly", fake)
-    monkeypatch.setattr(hashing, "open_readonly", fake)
 
 
 def test_every_case_has_an_expectation() -> None:

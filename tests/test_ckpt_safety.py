@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import os
 import stat
@@ -12,7 +11,6 @@ import pytest
 from click.testing import CliRunner
 
 from fixtures.checkpoints.generate import CACHE_ONLY_CASES, CASES, corrupt, make_small_real
-from k3doctor.ckpt import hashing, header
 from k3doctor.ckpt.inventory import CheckpointError, iter_tensors, read_config
 from k3doctor.ckpt.scan import scan_checkpoint
 from k3doctor.commands.manifest import command as manifest_command
@@ -36,22 +34,6 @@ def tree_state(root: Path) -> dict[str, tuple]:
             state[os.path.relpath(p, root)] = (stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns,
                                                stat.S_IMODE(st.st_mode), digest)
     return state
-
-
-@pytest.fixture
-def emulate_permissions(monkeypatch: pytest.MonkeyPatch) -> None:
-    """As root the kernel ignores mode 000; emulate the EACCES any other user gets."""
-    if os.geteuid() != 0:
-        return
-    real = header.open_readonly
-
-    def fake(path: str) -> int:
-        if os.path.exists(path) and os.stat(path).st_mode & 0o777 == 0:
-            raise PermissionError(errno.EACCES, "Permission denied", path)
-        return real(path)
-
-    monkeypatch.setattr(header, "open_readonly", fake)
-    monkeypatch.setattr(hashing, "open_readonly", fake)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -26,7 +26,7 @@ def test_posix_quoting_round_trips_in_real_shells(shell: str) -> None:
     fmt = "sh" if shell in ("dash", "sh") else shell
     for value in HOSTILE:
         script = export_line("K3D_TEST", value, fmt) + '\nprintf "%s" "$K3D_TEST"'
-        out = subprocess.run([shell, "-c", f'eval "$S"'], env={"S": script, "PATH": os.environ["PATH"]},
+        out = subprocess.run([shell, "-c", 'eval "$S"'], env={"S": script, "PATH": os.environ["PATH"]},
                              capture_output=True, text=True, timeout=10)
         assert out.returncode == 0 and out.stdout == value, (value, out.stderr)
     assert not Path("/tmp/k3d-pwned").exists()

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import gzip
 import io
 import tracemalloc
 
-import pytest
 
 from k3doctor.explain import scan as scan_mod
 from k3doctor.explain.scan import Scanner, explain_paths

@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Iterator
 
@@ -181,8 +180,8 @@ def test_env_output_is_eval_safe_with_hostile_interface_name(nodes: None, shell:
     r = in_ns(ODD, ENV_SCRIPT, "--dist-init-addr", f"10.78.0.1:{PORT}", "--shell", fmt_shell)
     assert r.returncode == 0, r.stderr
     # feed the script as the eval argument, the way users run it
-    out = subprocess.run([shell, "-c", f'eval "$K3D_OUT"; printf "%s|%s|%s" "$GLOO_SOCKET_IFNAME" '
-                                       f'"$NCCL_SOCKET_IFNAME" "$SGLANG_HOST_IP"'],
+    out = subprocess.run([shell, "-c", 'eval "$K3D_OUT"; printf "%s|%s|%s" "$GLOO_SOCKET_IFNAME" '
+                                       '"$NCCL_SOCKET_IFNAME" "$SGLANG_HOST_IP"'],
                          env={"K3D_OUT": r.stdout, "PATH": os.environ.get("PATH", "")},
                          capture_output=True, text=True, timeout=20)
     assert out.returncode == 0, out.stderr

@@ -344,7 +344,7 @@ class CLU002(Check):
                     subject=f"env={var}",
                     evidence=ev,
                     fix=_per_node_fix(nodes, [var]) + (
-                        f"; or, for NCCL only, a prefix list covering every node: NCCL_SOCKET_IFNAME="
+                        "; or, for NCCL only, a prefix list covering every node: NCCL_SOCKET_IFNAME="
                         + ",".join(sorted({s for s in (suggest_interface(n) for n in nodes) if s}))
                         if kind == "prefix" else ""
                     ),

@@ -7,9 +7,9 @@ from math import ceil
 from typing import Any, Mapping
 
 from . import constants as C
-from .inventory import Inventory, InventoryError, load_inventory
-from .kv import hybrid_page, kda_state_bytes, kv_bytes_per_token, kv_dtype_bytes, sliding_bytes_per_request, stage_layer_sets
-from .placement import Parallel, PlanError, compact, expert_pad_factor, stage_layers, stage_weights, validate_parallel
+from .inventory import Inventory, InventoryError
+from .kv import hybrid_page, kda_state_bytes, kv_bytes_per_token, sliding_bytes_per_request, stage_layer_sets
+from .placement import Parallel, PlanError, compact, expert_pad_factor, stage_weights, validate_parallel
 
 __all__ = ["RankMemory", "Plan", "compute_plan", "plan_from_facts", "parallel_from_launch", "resolve_gpu",
            "SCHEMA_VERSION", "GpuSpec"]
