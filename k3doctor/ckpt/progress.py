@@ -16,6 +16,22 @@ from typing import Any, Callable, Iterator
 __all__ = ["rich_progress", "format_progress", "status_callback"]
 
 
+def _throttle(min_interval: float) -> Callable[[int, int], bool]:
+    """A thread-safe ``due(done, total)``: True at most every ``min_interval`` s, and at the end."""
+    lock = threading.Lock()
+    last = [0.0]
+
+    def due(done: int, total: int) -> bool:
+        now = time.monotonic()
+        with lock:
+            if done < total and now - last[0] < min_interval:
+                return False
+            last[0] = now
+        return True
+
+    return due
+
+
 @contextlib.contextmanager
 def rich_progress(description: str = "sha256", *, console: Any = None, enabled: bool = True,
                   min_interval: float = 0.1) -> Iterator[Callable[[int, int], None]]:
@@ -28,19 +44,14 @@ def rich_progress(description: str = "sha256", *, console: Any = None, enabled: 
                                TransferSpeedColumn)
 
     con = console or Console(stderr=True)
-    lock = threading.Lock()
-    last = [0.0]
+    due = _throttle(min_interval)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                   TimeRemainingColumn(), console=con, transient=True) as bar:
         task = bar.add_task(description, total=None)
 
         def callback(done: int, total: int) -> None:
-            now = time.monotonic()
-            with lock:
-                if done < total and now - last[0] < min_interval:
-                    return
-                last[0] = now
-            bar.update(task, completed=done, total=total)
+            if due(done, total):
+                bar.update(task, completed=done, total=total)
 
         yield callback
 
@@ -58,15 +69,10 @@ def status_callback(update: Callable[[str], None], *, min_interval: float = 0.25
     ``rich`` ``console.status(...).update``), for CLIs that already show a live spinner (rich
     allows only one live display at a time)."""
     started = time.monotonic()
-    lock = threading.Lock()
-    last = [0.0]
+    due = _throttle(min_interval)
 
     def callback(done: int, total: int) -> None:
-        now = time.monotonic()
-        with lock:
-            if done < total and now - last[0] < min_interval:
-                return
-            last[0] = now
-        update(format_progress(done, total, now - started))
+        if due(done, total):
+            update(format_progress(done, total, time.monotonic() - started))
 
     return callback
