@@ -176,3 +176,16 @@ def test_call_with_timeout_reraises_and_times_out() -> None:
     with pytest.raises(ProbeTimeout):
         call_with_timeout(lambda: time.sleep(2), 0.05, "t")
     assert call_with_timeout(lambda: 42, 1, "t") == 42
+
+
+def test_verbose_rich_report_shows_the_crash_traceback() -> None:
+    import io
+
+    from k3doctor.reporters.text import RichReporter
+
+    report = run_checks(registry(ZZZ003), ["ZZZ003", "INT002"], Facts({}))
+    quiet, loud = io.StringIO(), io.StringIO()
+    RichReporter().render(report, quiet, verbose=False)
+    RichReporter().render(report, loud, verbose=True)
+    assert "ZeroDivisionError" in quiet.getvalue()
+    assert "Traceback" in loud.getvalue() and "Traceback" not in quiet.getvalue()

@@ -61,6 +61,8 @@ class RichReporter(Reporter):
                 if f.fix:
                     body.append("\nfix: ", style="green bold")
                     body.append(f.fix)
+                if verbose and f.evidence.get("traceback"):
+                    body.append("\n" + str(f.evidence["traceback"]).rstrip(), style="dim")
                 table.add_row(Text(_SEV_ICON[f.severity], style=_SEV_STYLE[f.severity]),
                               Text(f.code, style=_SEV_STYLE[f.severity]), body)
             console.print(Text(f"{fam} — {FAMILIES.get(fam, 'plugin checks')}", style="bold underline"))
