@@ -127,3 +127,21 @@ def test_mem_gpu_fact_reserved_sets_the_vllm_budget():
     p = plan_from_facts(f)
     dev = f.get("gpu")["devices"][0]
     assert p.budget_bytes == int(0.97 * (dev["memory_total"] - dev["memory_reserved"]))
+
+
+def test_plan_from_facts_reads_vllm_version_for_the_default_runner():
+    from k3doctor.memory.plan import plan_from_facts
+
+    launch = {"engine": "vllm", "tp": 16, "ep": 1, "mem_fraction": 0.97, "context_length": 65536,
+              "moe_runner_backend": "marlin"}
+    old = _facts(launch)
+    f = _facts(launch)
+    f2 = Facts({"launch": f.get("launch"), "gpu": f.get("gpu"), "packages": {"vllm": "0.27.1"}},
+               options={"model_dir": "moonshotai/Kimi-K3"})
+    assert not any("runner V2" in n for n in plan_from_facts(old).notes)
+    p2 = plan_from_facts(f2)
+    # a vLLM that may default to V2 keeps the V1 projection (the seed's failing run supports it)
+    assert not any("runner V2" in n for n in p2.notes)
+    assert _run(MEM001, old) and _run(MEM001, f2)
+    env_on = _facts({**launch, "env": {"VLLM_USE_V2_MODEL_RUNNER": "1"}})
+    assert any("runner V2" in n for n in plan_from_facts(env_on).notes)

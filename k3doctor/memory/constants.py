@@ -114,6 +114,26 @@ VLLM_RESIDUAL_BUFFERS = 6
 #: (1 - utilization) headroom. The flat quarter GiB below is charged only with the env var set.
 VLLM_CUDAGRAPH_ENV = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
 VLLM_CUDAGRAPH_BYTES = 256 * MiB
+#: vLLM's GPU model runner V2 (vllm/v1/worker/gpu/model_runner.py), selected by
+#: ``VLLM_USE_V2_MODEL_RUNNER`` (vllm/envs.py; "1" forces V2, "0" forces V1) or, unset, by
+#: ``VllmConfig.use_v2_model_runner`` (vllm/config/vllm.py): at the v0.27.1 pin the default-V2 list
+#: ``DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES`` holds ``KimiK3ForConditionalGeneration`` (CUDA; ROCm
+#: excludes it) and every non-MoE, non-hybrid generate model defaults to V2 as well. Older releases:
+#: opt-in only (envs.py default "0"). The K3 Hopper recipe sets it explicitly (kimi-k3.md §5.2).
+VLLM_V2_RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
+#: First vLLM release whose default selector is known to pick V2 for the architectures above.
+VLLM_V2_DEFAULT_SINCE = (0, 27, 1)
+#: V2 profile run: ``profile_run`` -> ``_dummy_run(max_num_batched_tokens, skip_attn=True)`` builds
+#: ``min(tokens, max_num_seqs)`` dummy requests (same rows as V1), then ``_dummy_sampler_run``:
+#: ``model.compute_logits`` on one row per request and ``Sampler.__call__`` on a dummy input batch
+#: whose requests were never added, so no top-k/top-p, min-p, penalties or logprobs run ("the sampler
+#: may skip top_k, top_p, and logprobs"): gumbel-max over the logits (gpu/sample/gumbel.py, per-1024
+#: block partial argmax, no vocab-sized temporaries). Live per (row x vocab) entry: bf16 logits (2) +
+#: the sampler's fp32 copy (4) = 6 B (gpu/sample/sampler.py ``sample``: ``torch.empty_like(logits,
+#: dtype=float32).copy_(logits)``); newer V2 samplers skip that copy when no request needs logits
+#: processing, leaving the TP all-gather in ``compute_logits`` (local 2/tp + gathered 2 + reshaped 2 B)
+#: as the peak, ~4 B. 6 B is the upper bound of the two; estimate from tensor lifetimes, no receipt.
+VLLM_V2_SAMPLER_BYTES_PER_LOGIT = 6.0
 #: vLLM's budget is ``--gpu-memory-utilization`` x the CUDA-visible total
 #: (gpu_worker: ``requested_memory = init_snapshot.total_memory * util``, ``total_memory`` from
 #: ``torch.cuda.mem_get_info()``), which is NVML ``memory.total`` minus NVML's driver-reserved memory

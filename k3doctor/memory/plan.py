@@ -207,11 +207,51 @@ def _load_transient(inv: Inventory, par: Parallel) -> tuple[int, str]:
     return int(t), why
 
 
-def _vllm_overhead(inv: Inventory, par: Parallel, stage: int, gpu_total: int) -> tuple[int, dict[str, int]]:
+def _version_tuple(v: Any) -> tuple[int, ...] | None:
+    """``"0.27.1+cu130"`` -> ``(0, 27, 1)``; None when not a version."""
+    nums: list[int] = []
+    for part in str(v or "").split("+")[0].split("."):
+        digits = ""
+        for ch in part:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            break
+        nums.append(int(digits))
+        if len(nums) == 3:
+            break
+    return tuple(nums) if nums else None
+
+
+def vllm_model_runner(par: Parallel, spec: Any, vllm_version: str | None = None) -> tuple[str, str]:
+    """Which vLLM GPU model runner profiles the memory: ``("v1" | "v2", why)``.
+
+    ``VLLM_USE_V2_MODEL_RUNNER`` in the launch env decides when set (vllm/envs.py). Unset, the V1
+    rule is used even where newer vLLM may default to V2 (``VLLM_V2_DEFAULT_SINCE``): that default
+    is read only from third-party copies of vllm/config/vllm.py, the V2 rule has no measured
+    receipt, and it projects the seed's failing TP16 run as fitting — so the projection stays on
+    the side that the one real K3 failure supports. The version is kept in the note."""
+    raw = (par.env or {}).get(C.VLLM_V2_RUNNER_ENV)
+    if raw is not None and str(raw).strip() != "":
+        on = str(raw).strip().lower() in ("1", "true", "yes", "on")
+        return ("v2" if on else "v1"), f"{C.VLLM_V2_RUNNER_ENV}={raw}"
+    ver = _version_tuple(vllm_version)
+    if ver is not None and ver >= C.VLLM_V2_DEFAULT_SINCE and spec is not None and (
+            spec.family == "kimi_k3" or (not spec.is_moe and not spec.kda_layers and spec.family == "dense")):
+        return "v1", (f"V1 rule (vLLM {vllm_version} may default to the V2 runner for this architecture; "
+                      f"set {C.VLLM_V2_RUNNER_ENV}=1 to project V2)")
+    return "v1", "V1 model runner (vLLM's default unless VLLM_USE_V2_MODEL_RUNNER=1)"
+
+
+def _vllm_overhead(inv: Inventory, par: Parallel, stage: int, gpu_total: int,
+                   runner: str = "v1") -> tuple[int, dict[str, int]]:
     """Non-KV memory vLLM's profile run charges besides weights (activation peak, non-torch, and the
     CUDA-graph estimate only when ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``); estimates from the
     model code's tensor lifetimes, constants in :mod:`constants`. ``gpu_total`` is the CUDA-visible
-    total (get_batch_defaults compares it with 70 GiB)."""
+    total (get_batch_defaults compares it with 70 GiB). ``runner`` "v2": the V2 model runner's dummy
+    sampler (no top-k/top-p sort, ``VLLM_V2_SAMPLER_BYTES_PER_LOGIT``) and no CUDA-graph estimate
+    (its ``profile_cudagraph_memory`` returns 0)."""
     spec = inv.spec
     big = gpu_total >= C.VLLM_BIG_GPU_BYTES
     T = par.max_num_batched_tokens or C.VLLM_MAX_BATCHED_TOKENS[0 if big else 1]
@@ -233,9 +273,10 @@ def _vllm_overhead(inv: Inventory, par: Parallel, stage: int, gpu_total: int) ->
             layer = max(layer, T * spec.intermediate / par.tp * 2 * 3)
         fwd += layer
         # the sampler runs on min(T, max_num_seqs) rows while the forward's hidden states are alive
-        sampler = min(T, seqs) * spec.vocab * C.VLLM_SAMPLER_BYTES_PER_LOGIT + T * H * 2
+        per_logit = C.VLLM_V2_SAMPLER_BYTES_PER_LOGIT if runner == "v2" else C.VLLM_SAMPLER_BYTES_PER_LOGIT
+        sampler = min(T, seqs) * spec.vocab * per_logit + T * H * 2
         parts["activations"] = int(max(fwd, sampler))
-        if str((par.env or {}).get(C.VLLM_CUDAGRAPH_ENV, "0")).strip().lower() in ("1", "true"):
+        if runner != "v2" and str((par.env or {}).get(C.VLLM_CUDAGRAPH_ENV, "0")).strip().lower() in ("1", "true"):
             parts["cuda_graphs"] = C.VLLM_CUDAGRAPH_BYTES
     parts["non_torch"] = (C.NCCL_BYTES if par.world > 1 else C.VLLM_NONTORCH_TP1) + (
         C.NCCL_MULTINODE_EXTRA if par.nnodes > 1 else 0)
@@ -243,9 +284,10 @@ def _vllm_overhead(inv: Inventory, par: Parallel, stage: int, gpu_total: int) ->
 
 
 # -- the projection ------------------------------------------------------------------------
-def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str = "") -> Plan:
+def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str = "",
+                 vllm_version: str | None = None) -> Plan:
     """Project every rank's memory for ``par`` on ``gpu``. Raises :class:`PlanError` for
-    impossible plans."""
+    impossible plans. ``vllm_version`` (the ``packages`` fact) picks vLLM's default model runner."""
     spec = inv.spec
     errs = validate_parallel(par, spec)
     if errs:
@@ -260,6 +302,12 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
     if inv.header_only:
         notes.append("HEADER-ONLY accounting: unknown architecture, placement by tensor names only "
                      "(no KV/state projection)")
+    runner, runner_why = ("v1", "")
+    if par.engine == "vllm":
+        runner, runner_why = vllm_model_runner(par, spec, vllm_version)
+        if runner == "v2":
+            notes.append(f"vLLM model runner V2 ({runner_why}): profile-run sampler without top-k/top-p "
+                         "sort, no CUDA-graph estimate")
     req_ctx = par.context or (spec.max_position if spec is not None else None)
     conc = max(1, par.concurrency or 1)
     stages: list[RankMemory] = []
@@ -315,7 +363,7 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
             util = par.mem_fraction if par.mem_fraction is not None else C.VLLM_DEFAULT_UTIL
             cuda_total = gpu.cuda_total()
             budget = int(util * cuda_total)  # requested_memory = util x torch's total (NVML - reserved)
-            over, parts = _vllm_overhead(inv, par, s, cuda_total)
+            over, parts = _vllm_overhead(inv, par, s, cuda_total, runner)
             # profiled activations, graphs, NCCL + context, and the driver-reserved memory
             reserve = over + C.CUDA_CONTEXT_BYTES + (total - cuda_total)
             avail = budget - weights - over
@@ -482,9 +530,17 @@ def plan_from_facts(facts: Any) -> Plan:
     model_dir = model_dir or launch.get("model")
     if not model_dir:
         raise Skip("no model directory or model id to plan from")
+    vllm_version = None
+    if str(launch.get("engine") or "") == "vllm":
+        try:
+            vllm_version = ((facts.get("packages") or {}).get("vllm")) or None
+        except Exception:  # noqa: BLE001 - Skip / no packages fact: the installed version is unknown
+            vllm_version = None
+    env = launch.get("env") or {}
     cache = getattr(facts, "_k3doctor_plan_cache", None)
     key = (str(model_dir), repr(sorted((k, str(v)) for k, v in launch.items() if k != "env")), gpu.memory_total, gpu.reserved,
-           gpu.memory_free, facts.option("concurrency"), facts.option("gpus_per_node"))
+           gpu.memory_free, facts.option("concurrency"), facts.option("gpus_per_node"), vllm_version,
+           repr(sorted((k, str(v)) for k, v in env.items() if k.startswith("VLLM_"))))
     if isinstance(cache, dict) and key in cache:
         return cache[key]
     try:
@@ -502,7 +558,8 @@ def plan_from_facts(facts: Any) -> Plan:
     if "--nnodes" not in (launch.get("flags") or {}) and par.gpus_per_node:
         par.nnodes = max(par.nnodes, -(-par.world // par.gpus_per_node))  # vLLM/Ray runs carry no --nnodes
     try:
-        plan = compute_plan(inv, par, gpu, model_name=str(launch.get("model") or model_dir))
+        plan = compute_plan(inv, par, gpu, model_name=str(launch.get("model") or model_dir),
+                            vllm_version=vllm_version)
     except PlanError as exc:
         raise Skip(f"impossible plan: {exc}") from None
     except ValueError as exc:  # e.g. an unknown --kv-cache-dtype
