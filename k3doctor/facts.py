@@ -14,7 +14,6 @@ A probe is ``def probe(ctx: ProbeContext) -> dict`` and must return JSON-seriali
 from __future__ import annotations
 
 import importlib
-import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -254,34 +253,11 @@ def snapshot_document(facts: Facts, version: str) -> dict[str, Any]:
 
 def load_snapshot(path: str | Path) -> dict[str, Any]:
     """Read and validate a snapshot file; raise :class:`SnapshotError` with a one-line reason."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise SnapshotError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise SnapshotError(f"{p}: is a directory, expected a snapshot JSON file") from None
-    except OSError as exc:
-        raise SnapshotError(f"{p}: cannot read ({exc.strerror or exc})") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise SnapshotError(f"{p}: not UTF-8 text; expected the JSON written by `k3doctor snapshot`") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SnapshotError(
-            f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "re-create it with `k3doctor snapshot -o FILE`"
-        ) from None
-    if not isinstance(doc, dict) or doc.get("kind") != "k3doctor.snapshot":
-        raise SnapshotError(f"{p}: not a k3doctor snapshot (no \"kind\": \"k3doctor.snapshot\")")
-    version = doc.get("schema_version")
-    if version != SNAPSHOT_SCHEMA_VERSION:
-        raise SnapshotError(
-            f"{p}: snapshot schema_version {version!r} is not supported (this k3doctor reads "
-            f"{SNAPSHOT_SCHEMA_VERSION}); re-create it with this version's `k3doctor snapshot`"
-        )
+    from .jsondoc import load_versioned_json
+
+    doc = load_versioned_json(path, kind="k3doctor.snapshot", schema_version=SNAPSHOT_SCHEMA_VERSION,
+                              what="snapshot", remedy="re-create it with `k3doctor snapshot -o FILE`",
+                              error=SnapshotError)
     if not isinstance(doc.get("facts"), dict):
-        raise SnapshotError(f"{p}: snapshot has no \"facts\" object")
+        raise SnapshotError(f"{Path(path)}: snapshot has no \"facts\" object")
     return doc

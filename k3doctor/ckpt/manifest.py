@@ -12,7 +12,6 @@ verifies against it (missing files, size changes without reading, then sha256).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -82,27 +81,12 @@ def create_manifest(model_dir: str | Path, *, jobs: int | None = None, repo: str
 
 def load_manifest(path: str | Path) -> dict[str, Any]:
     """Read and validate a manifest; raise :class:`ManifestError` with a one-line reason and fix."""
+    from ..jsondoc import load_versioned_json
+
     p = Path(path)
     redo = "re-create it on the download node with `k3doctor manifest create DIR -o m.json`"
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise ManifestError(f"{p}: no such file; {redo}") from None
-    except IsADirectoryError:
-        raise ManifestError(f"{p}: is a directory, expected a manifest JSON file") from None
-    except OSError as exc:
-        raise ManifestError(f"{p}: cannot read ({exc.strerror or exc})") from None
-    try:
-        doc = json.loads(raw)
-    except UnicodeDecodeError:
-        raise ManifestError(f"{p}: not UTF-8 text; {redo}") from None
-    except ValueError as exc:
-        raise ManifestError(f"{p}: not valid JSON ({getattr(exc, 'msg', exc)}); {redo}") from None
-    if not isinstance(doc, dict) or doc.get("kind") != MANIFEST_KIND:
-        raise ManifestError(f"{p}: not a k3doctor manifest (no \"kind\": \"{MANIFEST_KIND}\"); {redo}")
-    if doc.get("schema_version") != MANIFEST_SCHEMA:
-        raise ManifestError(f"{p}: manifest schema_version {doc.get('schema_version')!r} is not supported "
-                            f"(this k3doctor reads {MANIFEST_SCHEMA}); {redo}")
+    doc = load_versioned_json(p, kind=MANIFEST_KIND, schema_version=MANIFEST_SCHEMA, what="manifest",
+                              remedy=redo, error=ManifestError)
     files = doc.get("files")
     if not isinstance(files, dict) or not files:
         raise ManifestError(f"{p}: manifest has no \"files\"; {redo}")

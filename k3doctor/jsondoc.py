@@ -1,0 +1,42 @@
+"""Reading k3doctor's own versioned JSON documents (snapshots, manifests) with one-line errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["load_versioned_json"]
+
+
+def load_versioned_json(path: str | Path, *, kind: str, schema_version: int, what: str, remedy: str,
+                        error: type[Exception]) -> dict[str, Any]:
+    """Read ``path`` as a JSON object with ``"kind": kind`` and ``"schema_version": schema_version``.
+
+    Every problem (missing, a directory, unreadable, not UTF-8, not JSON, wrong kind, wrong
+    version) raises ``error`` with one line that names the file, says what is wrong and ends with
+    ``remedy`` (how to re-create the document).
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{p}: no such file; {remedy}") from None
+    except IsADirectoryError:
+        raise error(f"{p}: is a directory, expected a {what} JSON file") from None
+    except OSError as exc:
+        raise error(f"{p}: cannot read ({exc.strerror or exc})") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise error(f"{p}: not UTF-8 text, so not a {what}; {remedy}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); {remedy}") from None
+    if not isinstance(doc, dict) or doc.get("kind") != kind:
+        raise error(f"{p}: not a k3doctor {what} (no \"kind\": \"{kind}\"); {remedy}")
+    if doc.get("schema_version") != schema_version:
+        raise error(f"{p}: {what} schema_version {doc.get('schema_version')!r} is not supported "
+                    f"(this k3doctor reads {schema_version}); {remedy}")
+    return doc
