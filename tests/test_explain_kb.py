@@ -139,3 +139,22 @@ def test_related_checks_exist_in_the_registry():
     codes = set(registry.load_checks())
     missing = sorted({c for s in KB for c in s.related_checks} - codes)
     assert not missing, f"KB references check codes the registry lacks: {missing}"
+
+
+def test_detail_templates_first_fully_known_wins():
+    s = BY_ID["vllm-kv-too-small-for-max-len"]
+    assert s.render_cause({"max_len": "65536", "kv_tokens": "22016"}).endswith(
+        "Requested 65536 tokens, the KV cache holds 22016.")
+    full = {"max_len2": "65536", "need_gib": "1.72", "have_gib": "0.61", "est_len": "21888"}
+    assert s.render_cause(full).endswith("0.61 GiB is available; the engine's largest context is 21888.")
+    no_est = {k: v for k, v in full.items() if k != "est_len"}
+    assert s.render_cause(no_est).endswith("0.61 GiB is available.")
+    assert s.render_cause({}) == s.cause
+    one = parse_kb_text('[[signature]]\nid = "x-one"\ntitle = "t"\nkeywords = ["k"]\npatterns = ["k(?P<n>\\\\d)"]\n'
+                        'cause = "c."\nfix = "f"\ntier = "cause"\nexamples = ["k1"]\n'
+                        'references = ["https://example.org"]\ndetail = "n={n}."\n', "memory")
+    assert one[0].render_cause({"n": "1"}) == "c. n=1."
+    with pytest.raises(KBError):
+        parse_kb_text('[[signature]]\nid = "x-bad"\ntitle = "t"\nkeywords = ["k"]\npatterns = ["k"]\n'
+                      'cause = "c"\nfix = "f"\ntier = "cause"\nexamples = ["k"]\n'
+                      'references = ["https://example.org"]\ndetail = 3\n', "memory")

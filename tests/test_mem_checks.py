@@ -145,3 +145,41 @@ def test_plan_from_facts_reads_vllm_version_for_the_default_runner():
     assert _run(MEM001, old) and _run(MEM001, f2)
     env_on = _facts({**launch, "env": {"VLLM_USE_V2_MODEL_RUNNER": "1"}})
     assert any("runner V2" in n for n in plan_from_facts(env_on).notes)
+
+
+def test_reserve_components_add_up_for_both_engines():
+    from k3doctor.memory.plan import plan_from_facts
+
+    sg = plan_from_facts(_facts({"mem_fraction": 0.85, "moe_runner_backend": "marlin"}))
+    r = sg.stages[0]
+    assert sum(r.reserve_components.values()) == r.reserve_bytes
+    assert set(r.reserve_components) == {"cuda_context", "nccl"}
+    assert sg.budget_basis.startswith("--mem-fraction-static 0.85 × ") and sg.overhead_bytes == 0
+
+    vl = plan_from_facts(_facts({"engine": "vllm", "tp": 16, "ep": 1, "mem_fraction": 0.97,
+                                 "context_length": 65536, "moe_runner_backend": "marlin"}))
+    r = vl.stages[0]
+    assert sum(r.reserve_components.values()) == r.reserve_bytes
+    assert {"activations", "non_torch", "cuda_context", "driver_reserved"} <= set(r.reserve_components)
+    assert vl.overhead_bytes == r.reserve_components["activations"] + r.reserve_components["non_torch"]
+    assert vl.budget_basis == "--gpu-memory-utilization 0.97 × 139.80 GiB CUDA-visible"
+    # the seed's TP16 case: no KV room, but the per-token size is still known and shown
+    assert vl.kv_tokens == 0 and vl.kv_bytes_per_token == 27_648
+    assert any("dummy sampler on 1,024 rows" in n and "163,840 vocab" in n for n in vl.notes)
+    assert vl.why and "+ the profiled overhead" in vl.why[0] and "139.80 GiB CUDA-visible" in vl.why[0]
+
+
+def test_mem001_vllm_names_the_profile_run_overhead():
+    f = _facts({"engine": "vllm", "tp": 16, "ep": 1, "mem_fraction": 0.97, "context_length": 65536,
+                "moe_runner_backend": "marlin"})
+    (fd,) = _run(MEM001, f)
+    ev = fd.evidence
+    assert ev["weights_bytes"] < ev["budget_bytes"] < ev["weights_bytes"] + ev["overhead_bytes"]
+    assert "vLLM's profile run charges" in fd.message and "profile-run peak 6.12 GiB" in fd.message
+    assert f"{(ev['weights_bytes'] + ev['overhead_bytes']) / GiB:.2f} GiB against the 135.61 GiB budget" in fd.message
+
+
+def test_mem001_plain_form_when_weights_alone_exceed_the_budget():
+    (fd,) = _run(MEM001, _facts({"tp": 8, "ep": 8, "nnodes": 1}))
+    assert "but the sglang budget is" in fd.message and "--mem-fraction-static" in fd.message
+    assert "profile run" not in fd.message

@@ -130,6 +130,19 @@ def test_seed_vllm_tp16_fewer_rows_gives_a_partial_context(k3):
     assert 0 < p.max_context < 65536 and p.kv_avail_bytes < p.kv_need_bytes
 
 
+def test_vllm_hybrid_max_context_is_a_whole_number_of_attention_blocks(k3):
+    """vLLM's estimate_max_model_len binary-searches a step function of cdiv(len, block), so the
+    largest context is always whole attention blocks (384 tokens for K3 at TP16, FP32 KDA state)."""
+    gpu = resolve_gpu("h200")
+    bs, _ = hybrid_page(k3.spec, Parallel("vllm", tp=16), "auto")
+    assert bs == 384
+    for rows in (500, 600, 700, 800):
+        p = compute_plan(k3, Parallel("vllm", tp=16, mem_fraction=0.97, context=65536, nnodes=2,
+                                      moe_backend="marlin", max_running=rows), gpu)
+        assert p.max_context > 0 and p.max_context % bs == 0, (rows, p.max_context)
+    assert 22016 % bs != 0  # the seed's quoted figure is not on this grid (docs/validation.md)
+
+
 # -- vLLM GPU model runner V2 (VLLM_USE_V2_MODEL_RUNNER; docs/validation.md "The V2 model runner") ------
 def test_vllm_v2_runner_selection(k3):
     from k3doctor.memory.plan import vllm_model_runner

@@ -38,6 +38,10 @@ def test_json_schema_for_the_seed():
     assert sum(r0["components"].values()) == r0["weights_bytes"]
     assert abs(doc["max_rank_weights_bytes"] / GiB - 102.75) / 102.75 < 0.03
     assert doc["fits"] is True
+    assert sum(r0["reserve_components"].values()) == r0["reserve_bytes"]
+    for key in ("budget_bytes", "budget_basis", "overhead_bytes", "kv_avail_bytes", "kv_need_bytes"):
+        assert key in doc
+    assert isinstance(doc["budget_bytes"], int) and doc["budget_bytes"] > doc["max_rank_weights_bytes"]
 
 
 def test_rich_output_has_table_and_bars():
@@ -61,6 +65,14 @@ def test_vllm_tp16_variant_fails_with_findings():
     doc = json.loads(r.output)
     codes = {f["code"] for f in doc["findings"]}
     assert codes & {"MEM001", "MEM002"} and "MEM003" in codes and "MEM004" in codes
+    assert doc["kv_avail_bytes"] < 0 < doc["kv_need_bytes"] and doc["overhead_bytes"] > 0
+
+
+def test_rich_output_breaks_the_reserve_down():
+    r = run("--gpu", "h200", "--tp", "16", "--pp", "1", "--nnodes", "2", *SEED_VLLM)
+    for label in ("profile-run peak", "non-torch", "CUDA context", "driver-reserved"):
+        assert label in r.output, label
+    assert "(27,648 B/token)" in r.output
 
 
 def test_options_without_launch_command():
@@ -182,3 +194,11 @@ def test_plan_from_a_snapshot_whose_model_directory_is_gone(tmp_path):
     assert offline.exit_code == live.exit_code, offline.output
     a, b = json.loads(live.output), json.loads(offline.output)
     assert a["max_rank_weights_bytes"] == b["max_rank_weights_bytes"] > 0
+
+
+def test_format_json_is_the_same_as_json():
+    a = run("--gpu", "h200", "--format", "json", *SEED_SGLANG)
+    b = run("--gpu", "h200", "--json", *SEED_SGLANG)
+    assert a.exit_code == b.exit_code == 0 and json.loads(a.output) == json.loads(b.output)
+    bad = run("--gpu", "h200", "--format", "yaml", *SEED_SGLANG)
+    assert bad.exit_code == 2 and "yaml" in bad.output

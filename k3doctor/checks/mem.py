@@ -8,6 +8,7 @@ from ..check import Check
 from ..model import Finding, Severity
 
 GiB = 1 << 30
+_OVERHEAD_LABEL = {"activations": "profile-run peak", "cuda_graphs": "CUDA graphs", "non_torch": "non-torch"}
 
 
 def _plan(facts: Any) -> Any:
@@ -101,12 +102,23 @@ class MEM001(Check):
             return
         worst = max(plan.stages, key=lambda s: s.weights_bytes)
         short, short_ev = _shortfall(plan)
+        basis = f" ({plan.budget_basis})" if getattr(plan, "budget_basis", "") else ""
+        overhead = int(getattr(plan, "overhead_bytes", 0) or 0)
+        if plan.engine == "vllm" and overhead and worst.weights_bytes < plan.budget_bytes:
+            parts = ", ".join(f"{_OVERHEAD_LABEL[k]} {_gib(v)}" for k, v in worst.reserve_components.items()
+                              if k in _OVERHEAD_LABEL and v)
+            head = (f"weights need {_gib(worst.weights_bytes)} per rank and vLLM's profile run charges "
+                    f"{_gib(overhead)} more ({parts}): {_gib(worst.weights_bytes + overhead)} against the "
+                    f"{_gib(plan.budget_bytes)} budget{basis} on {plan.gpu.name}: no room for the KV cache")
+        else:
+            head = (f"weights need {_gib(worst.weights_bytes)} per rank but the {plan.engine} budget is "
+                    f"{_gib(plan.budget_bytes)}{basis} on {plan.gpu.name} ({_gib(plan.gpu.memory_total)}): "
+                    "no room for the KV cache")
         yield self.finding(
-            f"weights need {_gib(worst.weights_bytes)} per rank but the {plan.engine} budget is "
-            f"{_gib(plan.budget_bytes)} on {plan.gpu.name} ({_gib(plan.gpu.memory_total)}): no room for the KV cache"
-            + (f"; {short}" if short else ""),
+            head + (f"; {short}" if short else ""),
             subject=f"rank={worst.rank}",
             evidence={"weights_bytes": worst.weights_bytes, "budget_bytes": plan.budget_bytes,
+                      "overhead_bytes": overhead,
                       "memory_total": plan.gpu.memory_total, "world_size": plan.parallel.world,
                       "mem_fraction": plan.parallel.mem_fraction, "header_only": plan.header_only, **short_ev},
             fix=_smallest_fitting(plan, facts),

@@ -38,16 +38,19 @@ def _fail(msg: str) -> NoReturn:
 @click.option("--top", type=click.IntRange(1, 1000), default=10, show_default=True, help="With --search: plans shown.")
 @click.option("--max-nodes", type=click.IntRange(1, 64), default=8, show_default=True, help="With --search: node limit.")
 @click.option("--measured-gib", type=float, help="Measured per-rank weight GiB to compare (MEM005).")
-@click.option("--engine-log", type=click.Path(dir_okay=False), help="Engine log to read the measured figure from.")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (schema_version 1).")
+@click.option("--engine-log", type=click.Path(dir_okay=False),
+              help="Engine log: measured weights (MEM005) and, for vLLM, the KV sizing, set beside the projection.")
+@click.option("--format", "fmt", type=click.Choice(["rich", "json"]), default="rich", show_default=True,
+              help="Output format; json: schema_version 1, bytes as ints.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.argument("launch", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def command(ctx: click.Context, model: str | None, engine: str | None, tp: int | None, ep: int | None, pp: int | None,
             dp: int | None, enable_dp_attention: bool | None, dcp: int | None, nnodes: int | None,
             gpus_per_node: int | None, gpu_name: str | None, snapshot: str | None, context: int | None,
             concurrency: int | None, kv_cache_dtype: str | None, mem_fraction: float | None, do_search: bool,
-            top: int, max_nodes: int, measured_gib: float | None, engine_log: str | None, as_json: bool,
-            launch: tuple[str, ...]) -> None:
+            top: int, max_nodes: int, measured_gib: float | None, engine_log: str | None, fmt: str,
+            as_json: bool, launch: tuple[str, ...]) -> None:
     """Project per-rank GPU memory: weights by role, load transient, KV cache / state, reserve.
 
     The launch command after `--` supplies what it contains (engine, parallel sizes, memory
@@ -60,6 +63,7 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
     from ..memory.plan import plan_from_facts, resolve_gpu
     from ..model import Severity, Skip
 
+    as_json = as_json or fmt == "json"
     for name, val in (("--tp", tp), ("--ep", ep), ("--pp", pp), ("--dp", dp), ("--dcp", dcp), ("--nnodes", nnodes),
                       ("--gpus-per-node", gpus_per_node), ("--context", context), ("--concurrency", concurrency)):
         if val is not None and val < 1:
@@ -135,17 +139,19 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
               "or --snapshot FILE from `k3doctor snapshot`")
 
     measured = None
+    log_fig = None
     if engine_log:
-        from ..memory.logparse import measured_weight_gib
+        from ..memory.logparse import read_engine_log
 
         try:
-            text = open(engine_log, encoding="utf-8", errors="replace").read()
+            with open(engine_log, encoding="utf-8", errors="replace") as fh:
+                log_fig = read_engine_log(fh)
         except OSError as exc:
             _fail(f"--engine-log {engine_log}: cannot read ({exc.strerror or exc})")
-        found = measured_weight_gib(text)
-        if found is None:
-            _fail(f"--engine-log {engine_log}: no 'Load weight end … mem usage=' or 'Model loading took … GiB' line")
-        measured = found[0]
+        if log_fig.empty:
+            _fail(f"--engine-log {engine_log}: no 'Load weight end … mem usage=', 'Model loading took … GiB', "
+                  "'Available KV cache memory' or KV-cache size line")
+        measured = log_fig.weights_gib
     if measured_gib is not None:
         measured = measured_gib
 
@@ -190,16 +196,31 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
             findings.extend(cls().run(facts))  # type: ignore[arg-type]
         except Skip:
             continue
+    log_doc: dict[str, Any] | None = None
+    log_lines: list[str] = []
+    if log_fig is not None:
+        from ..memory.measured import compare
+
+        log_doc, log_lines = compare(plan, log_fig)
     if as_json:
         doc = plan.to_dict()
         doc["findings"] = [f.to_dict() for f in findings]
+        if log_doc is not None:
+            doc["engine_log"] = log_doc
         click.echo(json.dumps(doc, indent=1))
     else:
         from rich.console import Console
 
         from ..memory.render import render_plan
 
-        render_plan(plan, Console(highlight=False, soft_wrap=True), findings)
+        console = Console(highlight=False, soft_wrap=True)
+        render_plan(plan, console, findings)
+        if log_lines:
+            from rich.markup import escape
+
+            console.print(f"[bold]engine log[/bold] ({escape(str(engine_log))}):")
+            for line in log_lines:
+                console.print(f"  {escape(line)}")
     if any(f.severity >= Severity.ERROR for f in findings) or not plan.fits:
         ctx.exit(1)
 

@@ -16,7 +16,8 @@ Each TOML file declares ``category = "<name>"`` and a list of ``[[signature]]`` 
     # optional
     priority = 50                            # tie-break between signatures on one line
     extract = { timeout_ms = 'Timeout\\(ms\\)=(\\d+)' }   # first group of each regex
-    detail = "Timed out after {timeout_ms} ms."          # appended to cause when all keys known
+    detail = "Timed out after {timeout_ms} ms."          # appended to cause when all keys known;
+                                             # a list: the first template whose keys are all known
     context = 'fastsafetensors'              # regex that must occur on the line or just before it
     supersedes = ["torch-oom"]               # ids suppressed when both match one line
 
@@ -82,7 +83,7 @@ class Signature:
     examples: tuple[str, ...] = ()
     priority: int = 50
     extract: dict[str, str] = field(default_factory=dict)
-    detail: str = ""
+    detail: tuple[str, ...] = ()
     context: str = ""
     supersedes: tuple[str, ...] = ()
     _compiled: tuple[re.Pattern[str], ...] | None = field(default=None, repr=False)
@@ -134,13 +135,13 @@ class Signature:
         return out
 
     def render_cause(self, values: dict[str, str]) -> str:
-        """The cause, plus ``detail`` filled from extracted values when all of them are known."""
-        if not self.detail:
-            return self.cause
-        try:
-            return f"{self.cause} {self.detail.format(**values)}"
-        except (KeyError, IndexError, ValueError):
-            return self.cause
+        """The cause, plus the first ``detail`` template whose values were all extracted."""
+        for template in self.detail:
+            try:
+                return f"{self.cause} {template.format(**values)}"
+            except (KeyError, IndexError, ValueError):
+                continue
+        return self.cause
 
 
 def _as_tuple(value: Any, key: str, where: str) -> tuple[str, ...]:
@@ -197,7 +198,7 @@ def _build(raw: dict[str, Any], category: str, where: str) -> Signature:
         examples=_as_tuple(raw.get("examples"), "examples", where),
         priority=int(raw.get("priority", 50)),
         extract=dict(extract),
-        detail=" ".join(str(raw.get("detail", "")).split()),
+        detail=tuple(" ".join(t.split()) for t in _as_tuple(raw.get("detail"), "detail", where)),
         context=str(raw.get("context", "")),
         supersedes=_as_tuple(raw.get("supersedes"), "supersedes", where),
     )

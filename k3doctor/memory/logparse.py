@@ -1,17 +1,26 @@
-"""Measured per-rank weight memory from engine logs.
+"""Measured per-rank memory figures from engine logs: weights and (vLLM) the KV-cache sizing.
 
 * SGLang ``model_runner.load_model``: "Load weight end. ... avail mem=A GB, mem usage=W GB." —
   ``get_available_gpu_memory`` divides bytes by ``1 << 30``, so SGLang's "GB" is GiB. Older
   releases print only ``avail mem``; then W = (avail at "Load weight begin") − (avail at end).
 * vLLM ``gpu_model_runner.load_model``: "Model loading took W GiB" (``m.consumed_memory /
   GiB_bytes``; older releases "Loading model weights took W GB", also computed with ``2**30``).
+* vLLM ``gpu_worker.determine_available_memory``: "Available KV cache memory: Y GiB";
+  ``kv_cache_utils.check_enough_kv_cache_memory``: "To serve at least one request with the model's max
+  seq len (L), (X GiB KV cache is needed, which is larger than the available KV cache memory (Y GiB).
+  … the estimated maximum model length is N", or "No available memory for the cache blocks" (Y ≤ 0);
+  "GPU KV cache size: N tokens" once the cache is allocated.
+
+:func:`read_engine_log` streams a log of any size line by line and keeps only these figures.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
 
-__all__ = ["measured_weight_gib", "LOG_PATTERNS"]
+__all__ = ["measured_weight_gib", "read_engine_log", "EngineLogFigures", "LOG_PATTERNS"]
 
 _SG_END = re.compile(r"Load weight end\..*?avail mem=([\d.]+) ?GB(?:, mem usage=([\d.]+) ?GB)?")
 _SG_BEGIN = re.compile(r"Load weight begin\. avail mem=([\d.]+) ?GB")
@@ -21,14 +30,112 @@ LOG_PATTERNS = {"sglang": _SG_END.pattern, "vllm": _VLLM.pattern}
 
 def measured_weight_gib(text: str) -> tuple[float, str] | None:
     """(largest per-rank weight GiB found, engine) or None."""
-    vals = [float(m.group(2)) for m in _SG_END.finditer(text) if m.group(2)]
-    if vals:
-        return max(vals), "sglang"
-    begins = [float(x) for x in _SG_BEGIN.findall(text)]
-    ends = [float(m.group(1)) for m in _SG_END.finditer(text)]
-    if begins and ends:
-        return round(begins[0] - ends[0], 4), "sglang"  # first rank's pair
-    v = [float(x) for x in _VLLM.findall(text)]
-    if v:
-        return max(v), "vllm"
-    return None
+    fig = read_engine_log(text.splitlines())
+    if fig.weights_gib is None or fig.engine is None:
+        return None
+    return fig.weights_gib, fig.engine
+
+
+_KV_AVAIL = re.compile(r"Available KV cache memory: (-?[\d.]+) ?GiB")
+_KV_NEEDED = re.compile(r"max seq len \((\d+)\)[,.]? \((-?[\d.]+) GiB KV cache is needed, which is larger than the "
+                        r"available KV cache memory \((-?[\d.]+) GiB\)")
+_KV_EST = re.compile(r"estimated maximum model length is (\d+)")
+_KV_NONE = re.compile(r"No available memory for the cache blocks")
+_KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+_SCAN_LIMIT = 64 << 20  # bytes of one line kept for matching; longer lines are cut
+
+
+@dataclass
+class EngineLogFigures:
+    """What one engine log says about per-rank memory (GiB as the engines print them)."""
+
+    weights_gib: float | None = None
+    engine: str | None = None
+    available_kv_gib: float | None = None  #: smallest over ranks; ≤ 0 when the engine found none
+    needed_kv_gib: float | None = None
+    max_model_len: int | None = None
+    estimated_max_model_len: int | None = None
+    kv_cache_tokens: int | None = None  #: smallest over ranks
+    lines: list[str] = field(default_factory=list)  #: the matching lines (first few), for the report
+
+    @property
+    def empty(self) -> bool:
+        return self.weights_gib is None and self.available_kv_gib is None and self.kv_cache_tokens is None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "lines" and v is not None}
+
+
+def _keep(fig: EngineLogFigures, line: str) -> None:
+    if len(fig.lines) < 8:
+        fig.lines.append(line.strip()[:300])
+
+
+def read_engine_log(lines: Iterable[str]) -> EngineLogFigures:
+    """Stream ``lines`` (an open file is fine) and collect the weight and KV figures; memory stays
+    bounded by the number of matching lines, not the log size."""
+    fig = EngineLogFigures()
+    sg_usage: list[float] = []
+    sg_begin: float | None = None
+    sg_end: float | None = None
+    vllm_w: list[float] = []
+    for raw in lines:
+        line = raw[:_SCAN_LIMIT]
+        if "Load weight" in line:
+            m = _SG_END.search(line)
+            if m:
+                _keep(fig, line)
+                if m.group(2):
+                    sg_usage.append(float(m.group(2)))
+                elif sg_end is None:
+                    sg_end = float(m.group(1))
+                continue
+            m = _SG_BEGIN.search(line)
+            if m and sg_begin is None:
+                sg_begin = float(m.group(1))
+            continue
+        if "took" in line:
+            m = _VLLM.search(line)
+            if m:
+                _keep(fig, line)
+                vllm_w.append(float(m.group(1)))
+            continue
+        if "KV cache" in line or "model length" in line or "cache blocks" in line:
+            hit = False
+            m = _KV_AVAIL.search(line)
+            if m:
+                v = float(m.group(1))
+                fig.available_kv_gib = v if fig.available_kv_gib is None else min(fig.available_kv_gib, v)
+                hit = True
+            m = _KV_NEEDED.search(line)
+            if m:
+                fig.max_model_len = int(m.group(1))
+                fig.needed_kv_gib = float(m.group(2))
+                v = float(m.group(3))
+                fig.available_kv_gib = v if fig.available_kv_gib is None else min(fig.available_kv_gib, v)
+                hit = True
+            m = _KV_EST.search(line)
+            if m:
+                v2 = int(m.group(1))
+                fig.estimated_max_model_len = (v2 if fig.estimated_max_model_len is None
+                                               else min(fig.estimated_max_model_len, v2))
+                hit = True
+            if _KV_NONE.search(line):
+                fig.available_kv_gib = min(0.0, fig.available_kv_gib if fig.available_kv_gib is not None else 0.0)
+                hit = True
+            m = _KV_TOKENS.search(line)
+            if m:
+                n = int(m.group(1).replace(",", ""))
+                fig.kv_cache_tokens = n if fig.kv_cache_tokens is None else min(fig.kv_cache_tokens, n)
+                hit = True
+            if hit:
+                _keep(fig, line)
+    if sg_usage:
+        fig.weights_gib, fig.engine = max(sg_usage), "sglang"
+    elif sg_begin is not None and sg_end is not None:
+        fig.weights_gib, fig.engine = round(sg_begin - sg_end, 4), "sglang"
+    elif vllm_w:
+        fig.weights_gib, fig.engine = max(vllm_w), "vllm"
+    if fig.engine is None and (fig.available_kv_gib is not None or fig.kv_cache_tokens is not None):
+        fig.engine = "vllm"
+    return fig

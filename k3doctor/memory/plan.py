@@ -48,13 +48,17 @@ class RankMemory:
     reserve_bytes: int
     free_bytes: int
     load_peak_bytes: int = 0
+    #: what ``reserve_bytes`` is made of: ``cuda_context``, ``nccl`` (SGLang); vLLM: ``activations``
+    #: (the profile run's peak), ``cuda_graphs`` (only when estimated), ``non_torch``, ``cuda_context``,
+    #: ``driver_reserved`` (NVML total minus what CUDA reports)
+    reserve_components: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "rank": self.rank, "stage": self.stage, "weights_bytes": self.weights_bytes,
             "components": dict(self.components), "transient_bytes": self.transient_bytes,
             "kv_bytes": self.kv_bytes, "state_bytes": self.state_bytes, "reserve_bytes": self.reserve_bytes,
-            "free_bytes": self.free_bytes,
+            "reserve_components": dict(self.reserve_components), "free_bytes": self.free_bytes,
         }
 
 
@@ -94,6 +98,11 @@ class Plan:
     kv_need_bytes: int | None = None
     #: the context ``kv_need_bytes`` is for: ``--context`` / ``--max-model-len``, else the model's maximum
     kv_need_context: int | None = None
+    #: how ``budget_bytes`` is formed, e.g. "0.97 × 139.80 GiB CUDA-visible"
+    budget_basis: str = ""
+    #: vLLM: the non-KV memory its profile run charges besides weights (activation peak, non-torch,
+    #: CUDA-graph estimate when enabled); largest over stages. 0 for SGLang (its headroom is 1 - f)
+    overhead_bytes: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -112,6 +121,11 @@ class Plan:
             "requested_context": self.requested_context,
             "requested_concurrency": self.requested_concurrency,
             "fits": self.fits,
+            "budget_bytes": self.budget_bytes,
+            "budget_basis": self.budget_basis,
+            "overhead_bytes": self.overhead_bytes,
+            "kv_avail_bytes": self.kv_avail_bytes,
+            "kv_need_bytes": self.kv_need_bytes,
             "inventory": {"source": self.inventory_source, "header_only": self.header_only,
                           "total_bytes": self.model_total_bytes, "tensors": self.n_tensors,
                           "max_shard_bytes": self.max_shard_bytes},
@@ -163,12 +177,12 @@ def sglang_default_mem_fraction(gpu_total: int, par: Parallel) -> float:
     return round((mem_mb - reserved) / mem_mb, 3)
 
 
-def _process_reserve(par: Parallel) -> int:
-    r = C.CUDA_CONTEXT_BYTES
-    if par.world > 1:
-        r += C.NCCL_BYTES
-    if par.nnodes > 1:
-        r += C.NCCL_MULTINODE_EXTRA
+def _process_reserve(par: Parallel) -> dict[str, int]:
+    """Per-process memory outside the engine's pools: CUDA context, NCCL communicators."""
+    r = {"cuda_context": C.CUDA_CONTEXT_BYTES}
+    nccl = (C.NCCL_BYTES if par.world > 1 else 0) + (C.NCCL_MULTINODE_EXTRA if par.nnodes > 1 else 0)
+    if nccl:
+        r["nccl"] = nccl
     return r
 
 
@@ -245,20 +259,22 @@ def vllm_model_runner(par: Parallel, spec: Any, vllm_version: str | None = None)
 
 
 def _vllm_overhead(inv: Inventory, par: Parallel, stage: int, gpu_total: int,
-                   runner: str = "v1") -> tuple[int, dict[str, int]]:
+                   runner: str = "v1") -> tuple[int, dict[str, int], str]:
     """Non-KV memory vLLM's profile run charges besides weights (activation peak, non-torch, and the
     CUDA-graph estimate only when ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``); estimates from the
     model code's tensor lifetimes, constants in :mod:`constants`. ``gpu_total`` is the CUDA-visible
     total (get_batch_defaults compares it with 70 GiB). ``runner`` "v2": the V2 model runner's dummy
     sampler (no top-k/top-p sort, ``VLLM_V2_SAMPLER_BYTES_PER_LOGIT``) and no CUDA-graph estimate
-    (its ``profile_cudagraph_memory`` returns 0)."""
+    (its ``profile_cudagraph_memory`` returns 0). Returns (total, parts, what sets the peak)."""
     spec = inv.spec
     big = gpu_total >= C.VLLM_BIG_GPU_BYTES
     T = par.max_num_batched_tokens or C.VLLM_MAX_BATCHED_TOKENS[0 if big else 1]
     seqs = par.max_running or C.VLLM_MAX_NUM_SEQS[0 if big else 1]
     parts: dict[str, int] = {}
+    why = ""
     if spec is None:
         parts["activations"] = int(2 * C.GiB)
+        why = "profile-run peak: 2 GiB assumed (unknown architecture)"
     else:
         H = spec.hidden
         fwd: float = T * H * 2 * C.VLLM_RESIDUAL_BUFFERS
@@ -274,13 +290,24 @@ def _vllm_overhead(inv: Inventory, par: Parallel, stage: int, gpu_total: int,
         fwd += layer
         # the sampler runs on min(T, max_num_seqs) rows while the forward's hidden states are alive
         per_logit = C.VLLM_V2_SAMPLER_BYTES_PER_LOGIT if runner == "v2" else C.VLLM_SAMPLER_BYTES_PER_LOGIT
-        sampler = min(T, seqs) * spec.vocab * per_logit + T * H * 2
+        rows = min(T, seqs)
+        sampler = rows * spec.vocab * per_logit + T * H * 2
         parts["activations"] = int(max(fwd, sampler))
+        sampler_txt = (f"the dummy sampler on {rows:,} rows (min(max_num_batched_tokens {T:,}, max_num_seqs "
+                       f"{seqs:,})) × {spec.vocab:,} vocab × {per_logit:g} B"
+                       + (" (V2 runner, no top-k/top-p sort)" if runner == "v2" else " (V1 top-k/top-p sampler)")
+                       + " + hidden states")
+        if sampler >= fwd:
+            why = (f"vLLM profile-run peak {_gib(sampler)}: {sampler_txt}; the forward over {T:,} tokens "
+                   f"needs {_gib(fwd)}")
+        else:
+            why = (f"vLLM profile-run peak {_gib(fwd)}: the forward over {T:,} tokens; {sampler_txt} "
+                   f"needs {_gib(sampler)}")
         if runner != "v2" and str((par.env or {}).get(C.VLLM_CUDAGRAPH_ENV, "0")).strip().lower() in ("1", "true"):
             parts["cuda_graphs"] = C.VLLM_CUDAGRAPH_BYTES
     parts["non_torch"] = (C.NCCL_BYTES if par.world > 1 else C.VLLM_NONTORCH_TP1) + (
         C.NCCL_MULTINODE_EXTRA if par.nnodes > 1 else 0)
-    return sum(parts.values()), parts
+    return sum(parts.values()), parts, why
 
 
 # -- the projection ------------------------------------------------------------------------
@@ -297,6 +324,7 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
     total = gpu.memory_total
     free0 = gpu.memory_free if gpu.memory_free is not None else total - 616 * C.MiB
     proc = _process_reserve(par)
+    proc_bytes = sum(proc.values())
     transient, transient_why = _load_transient(inv, par)
     notes = list(inv.notes)
     if inv.header_only:
@@ -318,10 +346,13 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
     budget = 0
     avail_min: int | None = None
     need_max: int | None = None
+    overhead_max = 0  # vLLM: the largest non-KV overhead the profile run charges on a stage
+    budget_basis = ""
     for s in range(par.pp):
         comps = stage_weights(inv, par, s)
         weights = int(sum(comps.values()))
         kv = state = reserve = 0
+        reserve_parts: dict[str, int] = {}
         per_tok = 0.0
         kv_tokens = 0
         stage_max_ctx = 0
@@ -330,12 +361,16 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
         kv_need: float | None = None  # what req_ctx at conc needs of it, counted as the engine does
         if par.engine == "sglang":
             f = par.mem_fraction if par.mem_fraction is not None else sglang_default_mem_fraction(total, par)
-            free_init = free0 - proc
+            free_init = free0 - proc_bytes
             budget = int(f * free_init)
+            budget_basis = (f"--mem-fraction-static {f:g} × {_gib(free_init)} free after the CUDA context"
+                            + (" and NCCL" if "nccl" in proc else ""))
             pool = budget - weights
-            reserve = proc  # context + NCCL; the (1 - f) headroom for activations/graphs shows as free
-            if spec is not None and pool > 0:
+            reserve = proc_bytes  # context + NCCL; the (1 - f) headroom for activations/graphs shows as free
+            reserve_parts = dict(proc)
+            if spec is not None:  # shown even when nothing is left for KV
                 per_tok = kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
+            if spec is not None and pool > 0:
                 if spec.kda_layers:
                     _, kda, _ = stage_layer_sets(spec, par, s)
                     slot = kda_state_bytes(spec, par.attn_tp, par.mamba_ssm_dtype) * len(kda)
@@ -363,9 +398,14 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
             util = par.mem_fraction if par.mem_fraction is not None else C.VLLM_DEFAULT_UTIL
             cuda_total = gpu.cuda_total()
             budget = int(util * cuda_total)  # requested_memory = util x torch's total (NVML - reserved)
-            over, parts = _vllm_overhead(inv, par, s, cuda_total, runner)
+            budget_basis = f"--gpu-memory-utilization {util:g} × {_gib(cuda_total)} CUDA-visible"
+            over, parts, peak_why = _vllm_overhead(inv, par, s, cuda_total, runner)
+            if peak_why and peak_why not in notes:
+                notes.append(peak_why)
             # profiled activations, graphs, NCCL + context, and the driver-reserved memory
-            reserve = over + C.CUDA_CONTEXT_BYTES + (total - cuda_total)
+            reserve_parts = {**parts, "cuda_context": C.CUDA_CONTEXT_BYTES, "driver_reserved": total - cuda_total}
+            reserve = sum(reserve_parts.values())
+            overhead_max = max(overhead_max, over)
             avail = budget - weights - over
             avail_kv = int(avail)
             if spec is not None and req_ctx and not inv.header_only:
@@ -378,8 +418,9 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
                 else:
                     kv_need = conc * (req_ctx * kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
                                    + sliding_bytes_per_request(spec, par, s, par.kv_cache_dtype))
-            if spec is not None and avail > 0:
+            if spec is not None:  # shown even when nothing is left for KV
                 per_tok = kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
+            if spec is not None and avail > 0:
                 if spec.kda_layers:
                     attn, kda, _ = stage_layer_sets(spec, par, s)
                     bs, page = hybrid_page(spec, par, par.kv_cache_dtype)
@@ -403,10 +444,11 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
                 kv = avail
         used = weights + max(0, kv) + state + reserve
         free = int(total - used)
-        peak = proc + weights + transient
+        peak = proc_bytes + weights + transient
         stages.append(RankMemory(rank=s, stage=s, weights_bytes=weights, components={k: int(v) for k, v in comps.items()},
                                  transient_bytes=transient, kv_bytes=int(max(0, kv)), state_bytes=int(state),
-                                 reserve_bytes=int(reserve), free_bytes=free, load_peak_bytes=int(peak)))
+                                 reserve_bytes=int(reserve), free_bytes=free, load_peak_bytes=int(peak),
+                                 reserve_components={k: int(v) for k, v in reserve_parts.items()}))
         kv_tokens_min = kv_tokens if kv_tokens_min is None else min(kv_tokens_min, kv_tokens)
         per_tok_max = max(per_tok_max, int(per_tok))
         max_ctx_min = stage_max_ctx if max_ctx_min is None else min(max_ctx_min, stage_max_ctx)
@@ -431,7 +473,11 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
     kv_fits = True
     why: list[str] = []
     if not weights_fit:
-        why.append(f"weights {_gib(maxw)} per rank leave no KV room in the {_gib(budget)} budget")
+        if par.engine == "vllm" and maxw < budget:
+            why.append(f"weights {_gib(maxw)} + the profiled overhead {_gib(overhead_max)} per rank exceed the "
+                       f"{_gib(budget)} budget ({budget_basis}): no KV room")
+        else:
+            why.append(f"weights {_gib(maxw)} per rank exceed the {_gib(budget)} budget ({budget_basis}): no KV room")
     if not load_fits:
         why.append(f"load peak {_gib(max(st.load_peak_bytes for st in stages))} > free {_gib(free0)} ({transient_why})")
     if spec is not None and weights_fit and par.context:
@@ -453,6 +499,7 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
         max_shard_bytes=inv.max_shard_bytes, notes=notes, model_name=model_name, why=why,
         kv_avail_bytes=int(avail_min or 0), kv_need_bytes=need_max,
         kv_need_context=int(req_ctx) if need_max is not None and req_ctx else None,
+        budget_basis=budget_basis, overhead_bytes=int(overhead_max),
     )
 
 

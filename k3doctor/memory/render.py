@@ -22,6 +22,13 @@ _EXTRA_STYLE = {"transient": ("T", "red"), "kv": ("K", "bright_blue"), "state": 
                 "reserve": ("r", "bright_black"), "free": (".", "white")}
 
 
+_RESERVE_LABEL = {
+    "activations": "profile-run peak (activations / sampler)", "cuda_graphs": "CUDA-graph estimate",
+    "non_torch": "non-torch (NCCL, cuBLAS workspaces)", "cuda_context": "CUDA context",
+    "nccl": "NCCL communicators", "driver_reserved": "driver-reserved (not CUDA-visible)",
+}
+
+
 def _gib(b: float) -> str:
     return f"{b / GiB:.2f}"
 
@@ -76,7 +83,9 @@ def render_plan(plan: Plan, console: Any, findings: Sequence[Any] = ()) -> None:
         t.add_row("KV cache", _gib(r.kv_bytes), f"{r.kv_bytes:,}")
         if r.state_bytes:
             t.add_row("KDA state pool", _gib(r.state_bytes), f"{r.state_bytes:,}")
-        t.add_row("reserve (context, NCCL, activations, graphs)", _gib(r.reserve_bytes), f"{r.reserve_bytes:,}")
+        t.add_row("reserve (outside weights and KV)", _gib(r.reserve_bytes), f"{r.reserve_bytes:,}")
+        for k, v in r.reserve_components.items():
+            t.add_row(f"  · {_RESERVE_LABEL.get(k, k)}", _gib(v), f"{v:,}", style="dim")
         t.add_row("free", _gib(r.free_bytes), f"{r.free_bytes:,}")
         console.print(t)
     console.print("per-rank memory (stacked; weights by role, T transient, K KV, s state, r reserve, . free):")

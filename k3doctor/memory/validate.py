@@ -55,7 +55,7 @@ def evaluate(rec: dict[str, Any]) -> dict[str, Any]:
            "error_pct": round(100 * (proj - meas) / meas, 2)}
     kv = rec["measured"].get("available_kv_gib")
     if kv is not None and rec["engine"] == "vllm":
-        pk = min(s.kv_bytes for s in plan.stages) / GiB
+        pk = plan.kv_avail_bytes / GiB  # signed, like the engine's "Available KV cache memory"
         out["kv_projected_gib"] = round(pk, 2)
         out["kv_measured_gib"] = kv
     return out
