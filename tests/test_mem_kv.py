@@ -178,10 +178,20 @@ def test_seed_vllm_tp16_v2_runner_does_not_reproduce_22016(k3):
     assert fewer.kv_avail_bytes == v2.kv_avail_bytes
 
 
-def test_vllm_v2_runner_has_no_cudagraph_estimate(k3):
+def test_vllm_cudagraph_estimate_is_charged_for_both_runners_when_asked(k3):
+    from k3doctor.memory import constants as C
+
     gpu = resolve_gpu("h200")
-    env = {"VLLM_USE_V2_MODEL_RUNNER": "1"}
-    base = compute_plan(k3, Parallel("vllm", tp=16, mem_fraction=0.97, nnodes=2, moe_backend="marlin", env=env), gpu)
-    asked = compute_plan(k3, Parallel("vllm", tp=16, mem_fraction=0.97, nnodes=2, moe_backend="marlin",
-                                      env={**env, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1"}), gpu)
-    assert base.kv_avail_bytes == asked.kv_avail_bytes  # V2 profile_cudagraph_memory() returns 0
+    for env in ({}, {"VLLM_USE_V2_MODEL_RUNNER": "1"}):
+        base = compute_plan(k3, Parallel("vllm", tp=16, mem_fraction=0.97, nnodes=2, moe_backend="marlin",
+                                         env=env), gpu)
+        asked = compute_plan(k3, Parallel("vllm", tp=16, mem_fraction=0.97, nnodes=2, moe_backend="marlin",
+                                          env={**env, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "1"}), gpu)
+        off = compute_plan(k3, Parallel("vllm", tp=16, mem_fraction=0.97, nnodes=2, moe_backend="marlin",
+                                        env={**env, "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": "0"}), gpu)
+        assert base.kv_avail_bytes - asked.kv_avail_bytes == C.VLLM_CUDAGRAPH_BYTES
+        assert asked.stages[0].reserve_components["cuda_graphs"] == C.VLLM_CUDAGRAPH_BYTES
+        assert off.kv_avail_bytes == base.kv_avail_bytes
+        # unset: the projection says the default-on estimate of newer vLLM is not counted
+        assert any("CUDA-graph estimate by default" in n for n in base.notes)
+        assert not any("CUDA-graph estimate by default" in n for n in asked.notes + off.notes)

@@ -105,13 +105,17 @@ VLLM_SAMPLER_BYTES_PER_LOGIT = 38.5
 #: gathered copies): 6 x tokens x hidden x 2 B. Estimate from the model code's tensor lifetimes.
 VLLM_RESIDUAL_BUFFERS = 6
 #: CUDA-graph memory. vLLM subtracts its CUDA-graph estimate from the KV budget only when
-#: ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1`` (vllm/envs.py: default "0", "Disabled by default to
+#: ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1`` (vllm/envs.py before v0.21.0: default "0", "Disabled by default to
 #: preserve existing behavior"; vllm/v1/worker/gpu_worker.py determine_available_memory:
 #: ``cudagraph_memory_estimate_applied = estimate if envs.VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS
 #: else 0``). Every public receipt agrees: available KV = requested - weights - peak activation -
 #: non-torch, to the printed 0.01 GiB, while the same lines report 0.1-2.4 GiB "CUDAGraph memory"
 #: (H100 report; Qwen3-Next-80B TP2 on H200, vLLM 0.10.2). Graphs are captured afterwards, inside the
 #: (1 - utilization) headroom. The flat quarter GiB below is charged only with the env var set.
+#: Releases from v0.21.0 on default the variable to 1 (a v0.27.1 log: "CUDA graph memory profiling is
+#: enabled (default since v0.21.0)"), and on hybrid linear-attention models since v0.26.0 the estimate
+#: carries a transient that grows with --max-num-batched-tokens (vllm-project/vllm#50780): not sized
+#: here, for lack of a K3 measurement (docs/validation.md).
 VLLM_CUDAGRAPH_ENV = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
 VLLM_CUDAGRAPH_BYTES = 256 * MiB
 #: vLLM's GPU model runner V2 (vllm/v1/worker/gpu/model_runner.py), selected by

@@ -264,8 +264,10 @@ def _vllm_overhead(inv: Inventory, par: Parallel, stage: int, gpu_total: int,
     CUDA-graph estimate only when ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``); estimates from the
     model code's tensor lifetimes, constants in :mod:`constants`. ``gpu_total`` is the CUDA-visible
     total (get_batch_defaults compares it with 70 GiB). ``runner`` "v2": the V2 model runner's dummy
-    sampler (no top-k/top-p sort, ``VLLM_V2_SAMPLER_BYTES_PER_LOGIT``) and no CUDA-graph estimate
-    (its ``profile_cudagraph_memory`` returns 0). Returns (total, parts, what sets the peak)."""
+    sampler (no top-k/top-p sort, ``VLLM_V2_SAMPLER_BYTES_PER_LOGIT``). The CUDA-graph estimate is
+    charged for both runners when asked for (the first V2 runners returned 0 from
+    ``profile_cudagraph_memory``; current ones measure it like V1). Returns (total, parts, what sets
+    the peak)."""
     spec = inv.spec
     big = gpu_total >= C.VLLM_BIG_GPU_BYTES
     T = par.max_num_batched_tokens or C.VLLM_MAX_BATCHED_TOKENS[0 if big else 1]
@@ -303,7 +305,7 @@ def _vllm_overhead(inv: Inventory, par: Parallel, stage: int, gpu_total: int,
         else:
             why = (f"vLLM profile-run peak {_gib(fwd)}: the forward over {T:,} tokens; {sampler_txt} "
                    f"needs {_gib(sampler)}")
-        if runner != "v2" and str((par.env or {}).get(C.VLLM_CUDAGRAPH_ENV, "0")).strip().lower() in ("1", "true"):
+        if str((par.env or {}).get(C.VLLM_CUDAGRAPH_ENV, "0")).strip().lower() in ("1", "true"):
             parts["cuda_graphs"] = C.VLLM_CUDAGRAPH_BYTES
     parts["non_torch"] = (C.NCCL_BYTES if par.world > 1 else C.VLLM_NONTORCH_TP1) + (
         C.NCCL_MULTINODE_EXTRA if par.nnodes > 1 else 0)
@@ -334,8 +336,13 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
     if par.engine == "vllm":
         runner, runner_why = vllm_model_runner(par, spec, vllm_version)
         if runner == "v2":
-            notes.append(f"vLLM model runner V2 ({runner_why}): profile-run sampler without top-k/top-p "
-                         "sort, no CUDA-graph estimate")
+            notes.append(f"vLLM model runner V2 ({runner_why}): profile-run sampler without top-k/top-p sort")
+    if par.engine == "vllm" and str((par.env or {}).get(C.VLLM_CUDAGRAPH_ENV, "")).strip() == "":
+        notes.append("vLLM ≥ 0.21 also subtracts its CUDA-graph estimate by default "
+                      f"({C.VLLM_CUDAGRAPH_ENV}=1; 0.4–4 GiB seen, growing with --max-num-batched-tokens on "
+                      "hybrid linear-attention models); not counted here, so on those releases the KV shown is "
+                      f"an upper bound (set {C.VLLM_CUDAGRAPH_ENV}=0 to match it, or =1 to count a flat "
+                      f"{C.VLLM_CUDAGRAPH_BYTES >> 20} MiB)")
     req_ctx = par.context or (spec.max_position if spec is not None else None)
     conc = max(1, par.concurrency or 1)
     stages: list[RankMemory] = []
