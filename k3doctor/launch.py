@@ -192,6 +192,9 @@ class LaunchSpec:
     unknown_flags: list[str] = field(default_factory=list)
     positional: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: fields whose launch value was rejected (CMD001): left at their default here, so a check that
+    #: depends on one of them skips instead of judging a value the engine would never run with
+    invalid: list[str] = field(default_factory=list)
 
     @property
     def world_size(self) -> int:
@@ -412,9 +415,11 @@ def parse_launch(
                     i += 1
                 else:
                     spec.errors.append(f"{flag}: missing value")
+                    spec.invalid.append(name)
                     continue
                 value = _convert(kind, flag, raw, spec.errors)
             if value is None:
+                spec.invalid.append(name)
                 continue
             if name in seen and seen[name] != flag and getattr(spec, name) != value:
                 spec.errors.append(f"{seen[name]} and {flag} both set {name} to different values")
@@ -455,9 +460,12 @@ def parse_launch(
         if getattr(spec, name) == 0:
             spec.errors.append(f"{name} = 0: parallel sizes must be at least 1")
             setattr(spec, name, 1)
+            spec.invalid.append(name)
     if spec.mem_fraction is not None and not 0.0 < spec.mem_fraction <= 1.0:
         flag = "--mem-fraction-static" if engine == "sglang" else "--gpu-memory-utilization"
         spec.errors.append(f"{flag} {spec.mem_fraction}: must be in (0, 1]")
+        spec.mem_fraction = None
+        spec.invalid.append("mem_fraction")
     if spec.node_rank >= spec.nnodes and spec.nnodes >= 1 and "node_rank" in seen:
         spec.errors.append(f"--node-rank {spec.node_rank} with --nnodes {spec.nnodes}: node rank must be < nnodes")
     return spec

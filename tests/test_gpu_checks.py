@@ -204,6 +204,14 @@ def test_gpu002_fewer_gpus_than_plan() -> None:
     assert "--nnodes 2" in finding.fix
 
 
+def test_gpu002_ignores_a_rejected_parallel_size() -> None:
+    launch = {**SGLANG_LAUNCH, "tp": 1, "nnodes": 1, "flags": {}, "invalid": ["tp"]}
+    assert "invalid (see CMD001)" in skipped(GPU002, reading_fact(8), launch=launch)
+    # --gpus still gives the check something to compare with
+    (finding,) = run(GPU002, reading_fact(8), options={"gpus_per_node": 16}, launch=launch)
+    assert finding.evidence["gpus_visible"] == 8 and "tp" not in finding.evidence
+
+
 def test_gpu002_two_nodes_of_eight_is_enough() -> None:
     assert run(GPU002, reading_fact(8), launch=SGLANG_LAUNCH) == []
 

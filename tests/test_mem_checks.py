@@ -183,3 +183,19 @@ def test_mem001_plain_form_when_weights_alone_exceed_the_budget():
     (fd,) = _run(MEM001, _facts({"tp": 8, "ep": 8, "nnodes": 1}))
     assert "but the sglang budget is" in fd.message and "--mem-fraction-static" in fd.message
     assert "profile run" not in fd.message
+
+
+def test_invalid_launch_values_skip_the_projection():
+    from k3doctor.launch import parse_launch
+
+    spec = parse_launch("vllm serve moonshotai/Kimi-K3 --tensor-parallel-size sixteen "
+                        "--gpu-memory-utilization 1.5".split())
+    d = spec.to_dict()
+    assert set(d["invalid"]) == {"tp", "mem_fraction"} and d["mem_fraction"] is None
+    f = Facts({"launch": d, "gpu": gpu_fact_for_target(get_target("h200-141g"))},
+              options={"model_dir": "moonshotai/Kimi-K3"})
+    for cls in (MEM001, MEM002, MEM003, MEM004):
+        with pytest.raises(Skip, match="invalid values"):
+            _run(cls, f)
+    ok = parse_launch("vllm serve moonshotai/Kimi-K3 --tensor-parallel-size 16".split()).to_dict()
+    assert ok["invalid"] == []

@@ -305,6 +305,10 @@ class GPU002(Check):
         engine = str(launch.get("engine") or "") if launch else ""
         ray = launch is not None and str(launch.get("distributed_executor_backend") or "").lower() == "ray"
         nnodes_given = True
+        rejected = launch is not None and bool(
+            {str(x) for x in launch.get("invalid") or []} & {"tp", "pp", "dp", "nnodes"})
+        if rejected:
+            launch = None  # a rejected parallel size (CMD001) says nothing about the GPUs needed
         if launch is not None:
             tp = int(launch.get("tp") or 1)
             pp = int(launch.get("pp") or 1)
@@ -322,7 +326,9 @@ class GPU002(Check):
             needed = int(option)
             basis = f"--gpus {needed}"
         else:
-            raise self.skip("no launch command and no --gpus: nothing to compare the GPU count with")
+            raise self.skip("the launch command's parallel sizes are invalid (see CMD001): nothing to compare "
+                            "the GPU count with" if rejected else
+                            "no launch command and no --gpus: nothing to compare the GPU count with")
         evidence["gpus_needed"] = needed
         if len(visible) >= needed:
             return

@@ -565,6 +565,10 @@ def plan_from_facts(facts: Any) -> Plan:
     from k3doctor.model import Skip
 
     launch = facts.get("launch")
+    bad = [str(x) for x in (launch or {}).get("invalid") or []]
+    if bad:
+        raise Skip(f"the launch command has invalid values ({', '.join(dict.fromkeys(bad))}; see CMD001): "
+                   "fix them first; a projection from defaults would describe a run the engine never starts")
     gpu_fact = facts.get("gpu")
     devices = (gpu_fact or {}).get("devices") or []
     if not devices:
