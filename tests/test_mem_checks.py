@@ -199,3 +199,31 @@ def test_invalid_launch_values_skip_the_projection():
             _run(cls, f)
     ok = parse_launch("vllm serve moonshotai/Kimi-K3 --tensor-parallel-size 16".split()).to_dict()
     assert ok["invalid"] == []
+
+
+def test_vllm_without_max_model_len_is_held_to_the_model_maximum():
+    """vLLM's max_model_len defaults to the model's own (1,048,576 for K3) and it refuses to start
+    when one such request does not fit; SGLang just caps the pool."""
+    f = _facts({"engine": "vllm", "tp": 16, "ep": 16, "enable_expert_parallel": True, "mem_fraction": None,
+                "moe_runner_backend": "marlin"})
+    assert _run(MEM001, f) == []
+    (fd,) = _run(MEM002, f)
+    assert fd.evidence["context_implicit"] is True and fd.evidence["requested_context"] == 1_048_576
+    assert "no --max-model-len" in fd.message and "refuses to start" in fd.message
+    assert f"--max-model-len {fd.evidence['max_context']}" in fd.fix and 0 < fd.evidence["max_context"] < 1_048_576
+    given = _facts({"engine": "vllm", "tp": 16, "ep": 16, "enable_expert_parallel": True, "context_length": 65536,
+                    "moe_runner_backend": "marlin"})
+    assert _run(MEM002, given) == []
+    sglang = _facts({"tp": 16, "ep": 16, "mem_fraction": 0.85, "moe_runner_backend": "marlin"})
+    assert _run(MEM002, sglang) == []
+
+
+def test_search_reports_the_largest_context_instead():
+    from k3doctor.memory.inventory import load_inventory
+    from k3doctor.memory.plan import Parallel, resolve_gpu
+    from k3doctor.memory.search import search_plans
+
+    cands = search_plans(load_inventory("moonshotai/Kimi-K3"), Parallel("vllm", moe_backend="marlin"),
+                         resolve_gpu("h200"), gpus_per_node=8, max_nodes=4)
+    best = next(c for c in cands if c.fits)
+    assert best.parallel.world == 16 and best.plan.max_context < 1_048_576

@@ -137,6 +137,9 @@ class MEM002(Check):
     counted as the engine checks it (vLLM: attention pages per layer plus one KDA state page per
     layer for one request of `--max-model-len`).
 
+    For vLLM without `--max-model-len` the requested context is the model's own maximum
+    (`max_position_embeddings`, 1,048,576 for Kimi-K3), because that is what vLLM checks at start.
+
     ## Why it matters
     vLLM refuses to start ("… the estimated maximum model length is N"); SGLang starts but caps
     `max_total_num_tokens` and queues requests.
@@ -153,16 +156,20 @@ class MEM002(Check):
         plan = _plan(facts)
         if not plan.weights_fit or plan.kv_fits or plan.header_only:
             return
-        want = plan.requested_context or 0
+        implicit = bool(getattr(plan, "context_implicit", False))
+        want = plan.requested_context or (plan.kv_need_context if implicit else 0) or 0
         flag = _flag(plan, "--context-length", "--max-model-len")
         short, short_ev = _shortfall(plan)
+        asked = (f"{want:,} requested" if not implicit else
+                 f"no --max-model-len, so vLLM uses the model's {want:,} and refuses to start")
         yield self.finding(
             f"KV cache holds {plan.max_context:,} tokens per request at concurrency {plan.requested_concurrency} "
-            f"({plan.kv_tokens:,} tokens, {plan.kv_bytes_per_token:,} B/token per rank); {want:,} requested"
+            f"({plan.kv_tokens:,} tokens, {plan.kv_bytes_per_token:,} B/token per rank); {asked}"
             + (f"; {short}" if short and short_ev.get("kv_short_bytes") else "")
-            + (f"; at {want:,} tokens at most {plan.max_concurrency} requests fit" if plan.max_concurrency is not None else ""),
+            + (f"; at {want:,} tokens at most {plan.max_concurrency} requests fit" if plan.max_concurrency else ""),
             subject=f"context={want}",
-            evidence={"max_context": plan.max_context, "requested_context": want, "kv_tokens": plan.kv_tokens,
+            evidence={"max_context": plan.max_context, "requested_context": want, "context_implicit": implicit,
+                      "kv_tokens": plan.kv_tokens,
                       "kv_bytes_per_token": plan.kv_bytes_per_token, "kv_bytes": min(s.kv_bytes for s in plan.stages),
                       "max_concurrency": plan.max_concurrency, "requested_concurrency": plan.requested_concurrency,
                       **{k: v for k, v in short_ev.items() if k not in ("requested_context", "max_context")}},

@@ -103,6 +103,8 @@ class Plan:
     #: vLLM: the non-KV memory its profile run charges besides weights (activation peak, non-torch,
     #: CUDA-graph estimate when enabled); largest over stages. 0 for SGLang (its headroom is 1 - f)
     overhead_bytes: int = 0
+    #: vLLM without --max-model-len: the model's own maximum does not fit (the engine refuses to start)
+    context_implicit: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -314,9 +316,12 @@ def _vllm_overhead(inv: Inventory, par: Parallel, stage: int, gpu_total: int,
 
 # -- the projection ------------------------------------------------------------------------
 def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str = "",
-                 vllm_version: str | None = None) -> Plan:
+                 vllm_version: str | None = None, default_context_check: bool = True) -> Plan:
     """Project every rank's memory for ``par`` on ``gpu``. Raises :class:`PlanError` for
-    impossible plans. ``vllm_version`` (the ``packages`` fact) picks vLLM's default model runner."""
+    impossible plans. ``vllm_version`` (the ``packages`` fact) picks vLLM's default model runner.
+    ``default_context_check``: for vLLM without ``--max-model-len``, hold the plan to the model's own
+    maximum length, as vLLM does at start (``--search`` turns it off and reports each plan's largest
+    context instead)."""
     spec = inv.spec
     errs = validate_parallel(par, spec)
     if errs:
@@ -487,10 +492,19 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
             why.append(f"weights {_gib(maxw)} per rank exceed the {_gib(budget)} budget ({budget_basis}): no KV room")
     if not load_fits:
         why.append(f"load peak {_gib(max(st.load_peak_bytes for st in stages))} > free {_gib(free0)} ({transient_why})")
+    context_implicit = False
     if spec is not None and weights_fit and par.context:
         kv_fits = (max_ctx_min or 0) >= par.context
         if not kv_fits:
             why.append(f"KV holds {max_ctx_min} tokens per request at concurrency {conc}, {par.context} requested")
+    elif (spec is not None and weights_fit and par.engine == "vllm" and default_context_check
+          and spec.max_position and not inv.header_only and (max_ctx_min or 0) < spec.max_position):
+        # vLLM's max_model_len defaults to the model's own maximum, and check_enough_kv_cache_memory
+        # refuses to start when one request of that length does not fit
+        kv_fits = False
+        context_implicit = True
+        why.append(f"without --max-model-len vLLM uses the model's {spec.max_position:,} tokens and refuses to "
+                   f"start: KV holds {max_ctx_min:,} tokens per request")
     if spec is not None and weights_fit and par.concurrency and max_conc is not None and max_conc < par.concurrency:
         kv_fits = False
         why.append(f"at most {max_conc} concurrent requests fit, {par.concurrency} requested")
@@ -506,7 +520,7 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
         max_shard_bytes=inv.max_shard_bytes, notes=notes, model_name=model_name, why=why,
         kv_avail_bytes=int(avail_min or 0), kv_need_bytes=need_max,
         kv_need_context=int(req_ctx) if need_max is not None and req_ctx else None,
-        budget_basis=budget_basis, overhead_bytes=int(overhead_max),
+        budget_basis=budget_basis, overhead_bytes=int(overhead_max), context_implicit=context_implicit,
     )
 
 

@@ -103,7 +103,7 @@ def search_plans(inv: Inventory, base: Parallel, gpu: GpuSpec, *, gpus_per_node:
             res.append(Candidate(par, nodes, None, errs[0]))
             continue
         try:
-            plan = compute_plan(inv, par, gpu)
+            plan = compute_plan(inv, par, gpu, default_context_check=False)
         except PlanError as exc:
             res.append(Candidate(par, nodes, None, str(exc)))
             continue
