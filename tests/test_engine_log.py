@@ -100,3 +100,22 @@ def test_plan_engine_log_without_figures_is_a_usage_error(tmp_path):
     assert "empty.log" in r.output and "Available KV cache memory" in r.output
     r = run("--gpu", "h200", "--engine-log", str(tmp_path / "missing.log"), *TP16)
     assert r.exit_code == 2 and "cannot read" in r.output
+
+
+def test_check_engine_log_feeds_mem005(tmp_path):
+    from k3doctor.commands.check import command as check
+
+    log = tmp_path / "sglang.log"
+    log.write_text("[TP0] Load weight end. type=KimiK3ForConditionalGeneration, dtype=torch.bfloat16, "
+                   "avail mem=8.10 GB, mem usage=130.02 GB.\n")
+    launch = ("-- sglang serve --model-path moonshotai/Kimi-K3 --tp-size 16 --ep-size 16 --nnodes 2 "
+              "--mem-fraction-static 0.85 --moe-runner-backend marlin").split()
+    r = CliRunner().invoke(check, ["--target", "h200-141g", "--select", "MEM005", "--format", "json",
+                                   "--engine-log", str(log), *launch], catch_exceptions=False)
+    doc = json.loads(r.output)
+    (f,) = [x for x in doc["findings"] if x["code"] == "MEM005"]
+    assert "130.02 GiB" in f["message"] and r.exit_code == 0  # a warning, below the default --fail-on
+    bad = tmp_path / "nothing.log"
+    bad.write_text("INFO nothing\n")
+    r = CliRunner().invoke(check, ["--target", "h200-141g", "--engine-log", str(bad), *launch])
+    assert r.exit_code == 2 and "nothing.log" in r.output and "Traceback" not in r.output

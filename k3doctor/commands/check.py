@@ -47,6 +47,8 @@ def common_fact_options(fn: Any) -> Any:
 @click.option("--sample", is_flag=True, help="Read a few random ranges per shard to catch zero-filled holes.")
 @click.option("--hf-repo", help="Hub repo id used in re-download commands (default: derived).")
 @click.option("--measured-gib", type=click.FloatRange(0), help="Per-rank weight memory the engine logged (GiB), to compare with the projection (MEM005).")
+@click.option("--engine-log", type=click.Path(dir_okay=False),
+              help="Engine log to read the per-rank weight figure from (MEM005), instead of --measured-gib.")
 @click.option("--measure-load", is_flag=True, help="Time a short read of one shard to estimate load time.")
 @click.option("--nnodes", type=click.IntRange(1), help="Nodes in the deployment (multi-node mode).")
 @click.option("--node-rank", type=click.IntRange(0), help="This node's rank (multi-node mode).")

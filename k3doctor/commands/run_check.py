@@ -13,7 +13,24 @@ from ..model import Severity
 from ..session import InputError, SessionOptions, build_facts, load_snapshot_or_fail, merge_node_reports, node_label
 
 
+def _measured_from_log(path: str) -> float:
+    """The largest per-rank weight figure in an engine log (streamed), or a usage error."""
+    from ..memory.logparse import read_engine_log
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            fig = read_engine_log(fh)
+    except OSError as exc:
+        raise click.UsageError(f"--engine-log {path}: cannot read ({exc.strerror or exc})") from None
+    if fig.weights_gib is None:
+        raise click.UsageError(f"--engine-log {path}: no 'Load weight end … mem usage=' or 'Model loading took "
+                               "… GiB' line (or pass --measured-gib)")
+    return float(fig.weights_gib)
+
+
 def _session_options(kw: dict[str, Any]) -> SessionOptions:
+    if kw.get("engine_log") and kw.get("measured_gib") is None:
+        kw["measured_gib"] = _measured_from_log(str(kw["engine_log"]))
     options = {
         "model_dir": kw.get("model_dir"),
         "deep": kw.get("deep", False),
