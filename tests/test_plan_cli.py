@@ -202,3 +202,16 @@ def test_format_json_is_the_same_as_json():
     assert a.exit_code == b.exit_code == 0 and json.loads(a.output) == json.loads(b.output)
     bad = run("--gpu", "h200", "--format", "yaml", *SEED_SGLANG)
     assert bad.exit_code == 2 and "yaml" in bad.output
+
+
+def test_one_gpu_snapshot_planning_for_bigger_nodes():
+    from pathlib import Path
+
+    snap = str(Path(__file__).resolve().parents[1] / "fixtures" / "snapshots" / "h200-live-device.json")
+    tp16 = ("-- vllm serve moonshotai/Kimi-K3 --tensor-parallel-size 16 --enable-expert-parallel --nnodes 2 "
+            "--gpu-memory-utilization 0.97 --max-model-len 65536").split()
+    r = run("--snapshot", snap, *tp16)
+    _one_line_usage_error(r, "impossible plan", "the snapshot's node has 1 GPU(s)", "--gpus-per-node")
+    ok = run("--snapshot", snap, "--gpus-per-node", "8", "--format", "json", *tp16)
+    doc = json.loads(ok.output)
+    assert ok.exit_code == 0 and doc["fits"] and doc["gpu"]["source"] != "target"

@@ -34,6 +34,11 @@ python3 -m k3doctor check -v -- "${CLEAN[@]}"; echo "exit=$?"
 step "live check --target-free static run of the seed on this GPU's snapshot"
 python3 -m k3doctor check --snapshot "$OUT/h200-live-snapshot.json" --select GPU,ARCH -- "${SM100[@]}"; echo "exit=$?"
 
+step "plan from this GPU's snapshot: the seed's vLLM TP16 variant (reserve breakdown from live NVML)"
+python3 -m k3doctor plan --snapshot "$OUT/h200-live-snapshot.json" --gpus-per-node 8 -- vllm serve moonshotai/Kimi-K3 \
+  --tensor-parallel-size 16 --nnodes 2 --moe-backend marlin --gpu-memory-utilization 0.97 --max-model-len 65536
+echo "exit=$?"
+
 step "GPU-marked tests"
 python3 -m pytest -m gpu -v -rs tests/ 2>&1 | tail -30
 

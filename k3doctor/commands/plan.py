@@ -179,12 +179,18 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
         _search(inv, launch_d, facts, gpn or 8, max_nodes, top, as_json)
         return
 
+    def _node_hint(text: str) -> str:
+        if snapshot and not gpus_per_node and "add --nnodes" in text:
+            return (f" (the snapshot's node has {gpn} GPU(s); to plan for nodes with more, pass "
+                    "--gpus-per-node N)")
+        return ""
+
     try:
         plan = plan_from_facts(facts)
     except Skip as exc:
-        _fail(exc.reason)
+        _fail(exc.reason + _node_hint(exc.reason))
     except PlanError as exc:
-        _fail(f"impossible plan: {exc}")
+        _fail(f"impossible plan: {exc}{_node_hint(str(exc))}")
     except ValueError as exc:
         _fail(str(exc))
 
