@@ -227,3 +227,17 @@ def test_search_reports_the_largest_context_instead():
                          resolve_gpu("h200"), gpus_per_node=8, max_nodes=4)
     best = next(c for c in cands if c.fits)
     assert best.parallel.world == 16 and best.plan.max_context < 1_048_576
+
+
+def test_vllm_findings_quote_the_error_vllm_will_print():
+    f = _facts({"engine": "vllm", "tp": 16, "ep": 1, "mem_fraction": 0.97, "context_length": 65536,
+                "moe_runner_backend": "marlin"})
+    (m1,) = _run(MEM001, f)
+    assert "No available memory for the cache blocks" in m1.message
+    f2 = _facts({"engine": "vllm", "tp": 16, "ep": 1, "mem_fraction": 0.97, "context_length": 65536,
+                 "moe_runner_backend": "marlin", "max_running_requests": 800})
+    (m2,) = _run(MEM002, f2)
+    assert (f"max seq len (65536) … the estimated maximum model length is {m2.evidence['max_context']}"
+            in m2.message)
+    sg = _facts({"mem_fraction": 0.85, "moe_runner_backend": "marlin", "tp": 8, "ep": 8, "nnodes": 1})
+    assert all("vLLM stops" not in x.message for x in _run(MEM001, sg))

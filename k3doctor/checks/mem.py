@@ -115,7 +115,8 @@ class MEM001(Check):
                     f"{_gib(plan.budget_bytes)}{basis} on {plan.gpu.name} ({_gib(plan.gpu.memory_total)}): "
                     "no room for the KV cache")
         yield self.finding(
-            head + (f"; {short}" if short else ""),
+            head + (f"; {short}" if short else "")
+            + ("; vLLM stops with “No available memory for the cache blocks”" if plan.engine == "vllm" else ""),
             subject=f"rank={worst.rank}",
             evidence={"weights_bytes": worst.weights_bytes, "budget_bytes": plan.budget_bytes,
                       "overhead_bytes": overhead,
@@ -166,7 +167,10 @@ class MEM002(Check):
             f"KV cache holds {plan.max_context:,} tokens per request at concurrency {plan.requested_concurrency} "
             f"({plan.kv_tokens:,} tokens, {plan.kv_bytes_per_token:,} B/token per rank); {asked}"
             + (f"; {short}" if short and short_ev.get("kv_short_bytes") else "")
-            + (f"; at {want:,} tokens at most {plan.max_concurrency} requests fit" if plan.max_concurrency else ""),
+            + (f"; at {want:,} tokens at most {plan.max_concurrency} requests fit" if plan.max_concurrency else "")
+            + (f"; vLLM stops with “To serve at least one request with the model's max seq len ({want}) … the "
+               f"estimated maximum model length is {plan.max_context}”"
+               if plan.engine == "vllm" and plan.requested_concurrency == 1 and plan.max_context > 0 else ""),
             subject=f"context={want}",
             evidence={"max_context": plan.max_context, "requested_context": want, "context_implicit": implicit,
                       "kv_tokens": plan.kv_tokens,
