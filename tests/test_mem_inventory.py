@@ -130,6 +130,27 @@ def test_fast_header_scan_equals_the_checkpoint_reader(tmp_path):
         assert max(shards.values()) == inv.max_shard_bytes
 
 
+def test_forked_header_sum_equals_the_serial_one(tmp_path, monkeypatch, k3_dir):
+    from k3doctor.memory import inventory as I
+
+    k3_files = sorted(k3_dir.glob("*.safetensors"))  # 96 shards: above the fork threshold
+    assert len(k3_files) >= I._FORK_MIN_SHARDS
+    k3_forked = I._aggregate_forked(k3_files)
+    assert k3_forked is not None and k3_forked == I._aggregate_files(k3_files)
+    monkeypatch.setattr(I, "_FORK_MIN_SHARDS", 2)
+    make_deepseek_v3_fp8(tmp_path / "ds")
+    files = sorted((tmp_path / "ds").glob("*.safetensors"))
+    forked = I._aggregate_forked(files)
+    assert forked is not None and forked == I._aggregate_files(files)
+    # a corrupt shard in the child's half is reported like one in this process's half
+    bad = files[-1]
+    bad.write_bytes((1 << 40).to_bytes(8, "little") + bad.read_bytes()[8:])  # implausible header length
+    with pytest.raises(InventoryError, match=bad.name):
+        I._aggregate_forked(files)
+    with pytest.raises(InventoryError, match=bad.name):
+        I._aggregate_files(files)
+
+
 # -- the inventory inside the model fact (one header parse for CKPT and MEM) ---------------------
 def _full(inv):
     return ([(g.layer, g.template, g.dtype, g.nbytes, g.count, g.experts) for g in inv.groups],

@@ -11,9 +11,12 @@ regex reader, then :func:`groups_from_folded`.
 from __future__ import annotations
 
 import json
+import operator
 import os
+import pickle
 import re
 import struct
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,17 +142,21 @@ def fold_tensors(names: list[str], dtypes: list[str], nbytes: list[int], acc: Fo
     return acc
 
 
+def _add_row(acc: dict[Any, list[int]], key: Any, nb: int, cnt: int) -> None:
+    """``acc[key] += [bytes, tensors]``."""
+    a = acc.get(key)
+    if a is None:
+        acc[key] = [nb, cnt]
+    else:
+        a[0] += nb
+        a[1] += cnt
+
+
 def merge_folded(acc: Folded, part: Iterable[tuple[str, str, int, int]]) -> Folded:
     """Add ``(folded name, dtype, bytes, tensors)`` rows (one shard's :func:`fold_tensors`,
     e.g. sent back by the scan's helper process) into ``acc``."""
-    get = acc.get
     for name, dt, nb, cnt in part:
-        a = get((name, dt))
-        if a is None:
-            acc[(name, dt)] = [nb, cnt]
-        else:
-            a[0] += nb
-            a[1] += cnt
+        _add_row(acc, (name, dt), nb, cnt)
     return acc
 
 
@@ -223,8 +230,9 @@ def _json_file(p: Path) -> dict[str, Any]:
 
 
 _HDR_ENTRY = re.compile(
-    rb'"([^"]+)":\{"dtype":"(\w+)","shape":\[[\d, ]*\],"data_offsets":\[(\d+), ?(\d+)\]\}'
+    rb'"([^"]+)":\{"dtype":"(\w+)","shape":\[([\d, ]*)\],"data_offsets":\[(\d+), ?(\d+)\]\}'
 )
+_ENTRY_KEY = operator.itemgetter(0, 1, 2)  # (name, dtype, shape): the same key always has the same size
 
 
 _EXPERT_ID = re.compile(rb"\.experts\.\d+\.")
@@ -245,21 +253,13 @@ def _read_header(f: Path) -> bytes:
         raise InventoryError(f"{f}: cannot read ({exc.strerror or exc})") from None
 
 
-def _aggregate_headers(model_dir: Path) -> tuple[list[Group], int, int, dict[str, int]]:
-    """Aggregate every ``*.safetensors`` header of ``model_dir`` (see :func:`aggregate`).
-
-    Used when no ``model`` fact carries the inventory (``k3doctor plan --model DIR``; the
-    checkpoint scan computes the same groups while it validates the headers). Reads only the
-    8-byte length and the JSON header of each shard. Headers in the canonical safetensors
-    serialisation are scanned with one regular expression, summed on bytes (several times faster
-    than ``json.loads`` + per-tensor objects for half a million tensors: docs/benchmarks-plan.md);
-    any other layout goes through the JSON parser and :func:`fold_tensors`. Both end in
-    :func:`groups_from_folded`.
-    """
+def _aggregate_files(files: list[Path]) -> tuple[dict[bytes, list[int]], Folded, dict[str, int]]:
+    """Sum the headers of ``files``: (canonical-layout rows by ``name|dtype``, rows of the JSON
+    fallback, bytes per shard). Raises :class:`InventoryError` for unreadable or corrupt shards."""
     byte_acc: dict[bytes, list[int]] = {}
     acc: Folded = {}
     shards: dict[str, int] = {}
-    for f in sorted(model_dir.glob("*.safetensors")):
+    for f in files:
         raw = _read_header(f)
         # fold expert ids in C first (one key per layer and expert tensor), then scan once
         folded = _EXPERT_ID.sub(b".experts.{E}.", raw) if b".experts." in raw else raw
@@ -284,22 +284,96 @@ def _aggregate_headers(model_dir: Path) -> tuple[list[Group], int, int, dict[str
             fold_tensors(names, dtypes, sizes, acc)
             shards[f.name] = sum(sizes)
             continue
+        # count identical (name, dtype, shape) entries in C -- after folding the expert ids most
+        # entries repeat -- and take each distinct one's size from one representative's offsets
+        keys = list(map(_ENTRY_KEY, ents))
+        counts = Counter(keys)
+        rep = dict(zip(keys, ents))
         sbytes = 0
-        get = byte_acc.get
-        for name, dt, b, e in ents:
-            nb = int(e) - int(b)
+        for k, cnt in counts.items():
+            name, dt, _shape, b, e = rep[k]
+            nb = (int(e) - int(b)) * cnt
             sbytes += nb
-            key = name + b"|" + dt
-            a = get(key)
-            if a is None:
-                byte_acc[key] = [nb, 1]
-            else:
-                a[0] += nb
-                a[1] += 1
+            _add_row(byte_acc, name + b"|" + dt, nb, cnt)
         shards[f.name] = sbytes
+    return byte_acc, acc, shards
+
+
+#: below this many shards the fork costs more than it saves
+_FORK_MIN_SHARDS = 16
+
+
+def _aggregate_forked(files: list[Path]) -> tuple[dict[bytes, list[int]], Folded, dict[str, int]] | None:
+    """Sum the second half of ``files`` in a forked child while this process sums the first half
+    (the work is pure-Python byte handling, so threads would not overlap). None where fork is not
+    available or other threads run; a child that fails leaves its half to this process."""
+    import threading
+
+    if len(files) < _FORK_MIN_SHARDS or (os.cpu_count() or 1) < 2 or not hasattr(os, "fork") \
+            or not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return None  # (forking a multi-threaded process can deadlock the child)
+    half = len(files) // 2
+    try:
+        r, w = os.pipe()
+        pid = os.fork()
+    except OSError:
+        return None
+    if pid == 0:  # child: sum its half, send (result | error text) back, never return
+        code = 0
+        try:
+            os.close(r)
+            try:
+                payload: Any = ("ok", _aggregate_files(files[half:]))
+            except InventoryError as exc:
+                payload = ("error", str(exc))
+            data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(w, view):]
+        except BaseException:  # noqa: BLE001 - the parent redoes this half
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    try:
+        mine = _aggregate_files(files[:half])
+    finally:
+        with os.fdopen(r, "rb") as fh:
+            data = fh.read()
+        os.waitpid(pid, 0)
+    try:
+        status, theirs = pickle.loads(data)
+    except Exception:  # noqa: BLE001 - the child died before sending: do its half here
+        status, theirs = "ok", _aggregate_files(files[half:])
+    if status == "error":
+        raise InventoryError(str(theirs))
+    byte_acc, acc, shards = mine
+    for k, (nb, cnt) in theirs[0].items():
+        _add_row(byte_acc, k, nb, cnt)
+    merge_folded(acc, ((k[0], k[1], nb, cnt) for k, (nb, cnt) in theirs[1].items()))
+    shards.update(theirs[2])
+    return byte_acc, acc, shards
+
+
+def _aggregate_headers(model_dir: Path) -> tuple[list[Group], int, int, dict[str, int]]:
+    """Aggregate every ``*.safetensors`` header of ``model_dir`` (see :func:`aggregate`).
+
+    Used when no ``model`` fact carries the inventory (``k3doctor plan --model DIR``; the
+    checkpoint scan computes the same groups while it validates the headers). Reads only the
+    8-byte length and the JSON header of each shard. Headers in the canonical safetensors
+    serialisation are scanned with one regular expression and counted per distinct entry
+    (several times faster than ``json.loads`` + per-tensor objects for half a million tensors:
+    docs/benchmarks-plan.md); any other layout goes through the JSON parser and
+    :func:`fold_tensors`. With two or more cores a forked child sums half of the shards. Both
+    paths end in :func:`groups_from_folded`.
+    """
+    files = sorted(model_dir.glob("*.safetensors"))
+    summed = _aggregate_forked(files) or _aggregate_files(files)
+    byte_acc, acc, shards = summed
     merge_folded(acc, ((k.rpartition(b"|")[0].decode(), k.rpartition(b"|")[2].decode(), nb, cnt)
                        for k, (nb, cnt) in byte_acc.items()))
     groups = groups_from_folded(acc)
+    shards = {f.name: shards[f.name] for f in files if f.name in shards}  # shard order, as before
     return groups, sum(g.nbytes for g in groups), sum(g.count for g in groups), shards
 
 
