@@ -195,3 +195,8 @@ def test_vllm_cudagraph_estimate_is_charged_for_both_runners_when_asked(k3):
         # unset: the projection says the default-on estimate of newer vLLM is not counted
         assert any("CUDA-graph estimate by default" in n for n in base.notes)
         assert not any("CUDA-graph estimate by default" in n for n in asked.notes + off.notes)
+    par = Parallel("vllm", tp=16, mem_fraction=0.97, nnodes=2, moe_backend="marlin")
+    old = compute_plan(k3, par, gpu, vllm_version="0.20.2")
+    new = compute_plan(k3, par, gpu, vllm_version="0.27.1+cu130")
+    assert not any("CUDA-graph estimate by default" in n for n in old.notes)
+    assert any("CUDA-graph estimate by default" in n for n in new.notes)

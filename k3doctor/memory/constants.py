@@ -117,6 +117,8 @@ VLLM_RESIDUAL_BUFFERS = 6
 #: carries a transient that grows with --max-num-batched-tokens (vllm-project/vllm#50780): not sized
 #: here, for lack of a K3 measurement (docs/validation.md).
 VLLM_CUDAGRAPH_ENV = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
+#: first release that defaults VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS to 1
+VLLM_CUDAGRAPH_DEFAULT_SINCE = (0, 21, 0)
 VLLM_CUDAGRAPH_BYTES = 256 * MiB
 #: vLLM's GPU model runner V2 (vllm/v1/worker/gpu/model_runner.py), selected by
 #: ``VLLM_USE_V2_MODEL_RUNNER`` (vllm/envs.py; "1" forces V2, "0" forces V1) or, unset, by

@@ -342,7 +342,9 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
         runner, runner_why = vllm_model_runner(par, spec, vllm_version)
         if runner == "v2":
             notes.append(f"vLLM model runner V2 ({runner_why}): profile-run sampler without top-k/top-p sort")
-    if par.engine == "vllm" and str((par.env or {}).get(C.VLLM_CUDAGRAPH_ENV, "")).strip() == "":
+    ver = _version_tuple(vllm_version)
+    if par.engine == "vllm" and str((par.env or {}).get(C.VLLM_CUDAGRAPH_ENV, "")).strip() == "" and (
+            ver is None or ver >= C.VLLM_CUDAGRAPH_DEFAULT_SINCE):
         notes.append("vLLM ≥ 0.21 also subtracts its CUDA-graph estimate by default "
                       f"({C.VLLM_CUDAGRAPH_ENV}=1; 0.4–4 GiB seen, growing with --max-num-batched-tokens on "
                       "hybrid linear-attention models); not counted here, so on those releases the KV shown is "
