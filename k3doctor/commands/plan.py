@@ -141,16 +141,12 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
     measured = None
     log_fig = None
     if engine_log:
-        from ..memory.logparse import read_engine_log
+        from ..memory.logparse import EngineLogError, read_engine_log_file
 
         try:
-            with open(engine_log, encoding="utf-8", errors="replace") as fh:
-                log_fig = read_engine_log(fh)
-        except OSError as exc:
-            _fail(f"--engine-log {engine_log}: cannot read ({exc.strerror or exc})")
-        if log_fig.empty:
-            _fail(f"--engine-log {engine_log}: no 'Load weight end … mem usage=', 'Model loading took … GiB', "
-                  "'Available KV cache memory' or KV-cache size line")
+            log_fig = read_engine_log_file(engine_log)
+        except EngineLogError as exc:
+            _fail(str(exc))
         measured = log_fig.weights_gib
     if measured_gib is not None:
         measured = measured_gib

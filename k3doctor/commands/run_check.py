@@ -15,17 +15,13 @@ from ..session import InputError, SessionOptions, build_facts, load_snapshot_or_
 
 def _measured_from_log(path: str) -> float:
     """The largest per-rank weight figure in an engine log (streamed), or a usage error."""
-    from ..memory.logparse import read_engine_log
+    from ..memory.logparse import EngineLogError, read_engine_log_file
 
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            fig = read_engine_log(fh)
-    except OSError as exc:
-        raise click.UsageError(f"--engine-log {path}: cannot read ({exc.strerror or exc})") from None
-    if fig.weights_gib is None:
-        raise click.UsageError(f"--engine-log {path}: no 'Load weight end … mem usage=' or 'Model loading took "
-                               "… GiB' line (or pass --measured-gib)")
-    return float(fig.weights_gib)
+        fig = read_engine_log_file(path, need_weights=True)
+    except EngineLogError as exc:
+        raise click.UsageError(str(exc)) from None
+    return float(fig.weights_gib or 0.0)
 
 
 def _session_options(kw: dict[str, Any]) -> SessionOptions:

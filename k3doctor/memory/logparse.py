@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-__all__ = ["measured_weight_gib", "read_engine_log", "EngineLogFigures", "LOG_PATTERNS"]
+__all__ = ["measured_weight_gib", "read_engine_log", "read_engine_log_file", "EngineLogError",
+           "EngineLogFigures", "LOG_PATTERNS"]
 
 _SG_END = re.compile(r"Load weight end\..*?avail mem=([\d.]+) ?GB(?:, mem usage=([\d.]+) ?GB)?")
 _SG_BEGIN = re.compile(r"Load weight begin\. avail mem=([\d.]+) ?GB")
@@ -138,4 +139,26 @@ def read_engine_log(lines: Iterable[str]) -> EngineLogFigures:
         fig.weights_gib, fig.engine = max(vllm_w), "vllm"
     if fig.engine is None and (fig.available_kv_gib is not None or fig.kv_cache_tokens is not None):
         fig.engine = "vllm"
+    return fig
+
+
+class EngineLogError(ValueError):
+    """An ``--engine-log`` file that cannot be read or holds none of the wanted lines (one line,
+    naming the file)."""
+
+
+def read_engine_log_file(path: str, *, need_weights: bool = False) -> EngineLogFigures:
+    """:func:`read_engine_log` on ``path``, streamed. Raises :class:`EngineLogError` when the file
+    cannot be read, or holds no figure (no weight figure, with ``need_weights``)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            fig = read_engine_log(fh)
+    except OSError as exc:
+        raise EngineLogError(f"--engine-log {path}: cannot read ({exc.strerror or exc})") from None
+    if need_weights and fig.weights_gib is None:
+        raise EngineLogError(f"--engine-log {path}: no 'Load weight end … mem usage=' or 'Model loading took … "
+                             "GiB' line (or pass --measured-gib)")
+    if fig.empty:
+        raise EngineLogError(f"--engine-log {path}: no 'Load weight end … mem usage=', 'Model loading took … "
+                             "GiB', 'Available KV cache memory' or KV-cache size line")
     return fig
