@@ -13,7 +13,7 @@ from k3doctor.check import Check
 from k3doctor.commands import explain as cmd_mod
 from k3doctor.commands.explain import command
 
-MATCH_KEYS = {"id", "category", "title", "cause", "fix", "related_checks", "references", "benign",
+MATCH_KEYS = {"id", "category", "title", "cause", "fix", "related_checks", "references", "benign", "confidence",
               "count", "first_line", "excerpt"}
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 4.00 GiB. GPU 2 has a total "
        "capacity of 139.81 GiB of which 1.25 GiB is free.")

@@ -1,8 +1,10 @@
-"""Top-1 category accuracy on real error excerpts from public issue reports.
+"""explain on real error excerpts from public issue threads: accuracy, benign lines, the split.
 
-``fixtures/errors/corpus.jsonl`` holds excerpts (quoted from the linked GitHub issues/PRs),
-each with its source URL and the expected category; benign lines have category "benign".
-The figures are published in docs/explain.md.
+``fixtures/errors/errors.jsonl`` and ``benign.jsonl`` are built by
+``fixtures/errors/build_corpus.py`` from the collected rows; each row is a real excerpt quoted
+from the linked GitHub issue/PR thread, with the thread's root-cause category and fix. The split
+is by thread and fixed by rule; the KB is written from the ``dev`` split only. The published
+figures (docs/validation.md) come from ``benchmarks/validate_explain.py``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.errors import build_corpus
 from k3doctor.explain.kb import CATEGORIES
 from k3doctor.explain.scan import Scanner
 
@@ -25,11 +28,10 @@ def _load(name: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-# corpus.jsonl: the development set; heldout.jsonl: collected after the KB was frozen
-# (its pre-tuning score is recorded in docs/explain.md), now part of the regression set.
-ROWS = _load("corpus.jsonl") + _load("heldout.jsonl")
-ERRORS = [r for r in ROWS if r["expected_category"] != "benign"]
-BENIGN = [r for r in ROWS if r["expected_category"] == "benign"]
+ERRORS = _load("errors.jsonl")
+BENIGN = _load("benign.jsonl")
+DEV = [r for r in ERRORS if r["split"] == "dev"]
+HELDOUT = [r for r in ERRORS if r["split"] == "heldout"]
 SCANNER = Scanner()
 
 
@@ -46,42 +48,79 @@ def accuracy(rows, prefilter: bool, transform=lambda s: s):
         if got == r["expected_category"]:
             hits += 1
         else:
-            misses.append((r["source"], r["expected_category"], got))
+            misses.append((r["id"], r["expected_category"], got))
     return hits / len(rows), misses
 
 
 def test_corpus_shape():
-    assert len(ERRORS) >= 50 and len(BENIGN) >= 8
-    assert len({r["excerpt"] for r in ROWS}) == len(ROWS)  # no duplicates
-    for r in ROWS:
-        assert set(r) == {"excerpt", "source", "expected_category"}
+    assert len(ERRORS) >= 300 and len(HELDOUT) >= 100 and len(BENIGN) >= 100
+    assert len({r["id"] for r in ERRORS + BENIGN}) == len(ERRORS) + len(BENIGN)
+    for r in ERRORS + BENIGN:
+        assert list(r) == list(build_corpus.KEYS)
         assert r["source"].startswith("https://github.com/")
         assert r["expected_category"] in CATEGORIES
-    # real reports from many projects, not one
-    assert len({r["source"].split("/")[3] for r in ROWS}) >= 20
+        assert r["split"] in ("dev", "heldout")
+        assert r["excerpt"].strip()
+    assert all(r["expected_category"] == "benign" for r in BENIGN)
+    assert all(r["expected_category"] != "benign" for r in ERRORS)
+    # real reports from many projects, and every error category represented in both splits
+    assert len({r["thread"].split("/")[0] for r in ERRORS}) >= 40
+    for split in (DEV, HELDOUT):
+        assert {r["expected_category"] for r in split} == set(CATEGORIES) - {"benign"}
+
+
+def test_split_is_by_thread_and_fixed_by_rule():
+    """The committed files are exactly what the rule produces: no row moved by hand."""
+    errors, benign, _problems = build_corpus.build()
+    assert sorted(r["id"] for r in errors) == sorted(r["id"] for r in ERRORS)
+    committed = {r["id"]: r["split"] for r in ERRORS + BENIGN}
+    assert all(committed[r["id"]] == r["split"] for r in errors + benign)
+    splits_of = {}
+    for r in ERRORS + BENIGN:
+        splits_of.setdefault(r["thread"], set()).add(r["split"])
+    assert all(len(s) == 1 for s in splits_of.values())  # a thread is never on both sides
+    legacy = {build_corpus.thread_key(r["source"]) for r in build_corpus._read(FIXTURES / "legacy.jsonl")}
+    assert all(committed_split == "dev" for t, s in splits_of.items() if t in legacy for committed_split in s)
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
-def test_top1_category_accuracy(prefilter):
-    acc, misses = accuracy(ERRORS, prefilter)
-    print(f"top-1 accuracy ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(ERRORS)}; misses: {misses}")
-    assert acc >= 0.90, misses
+def test_top1_on_the_development_split(prefilter):
+    acc, misses = accuracy(DEV, prefilter)
+    print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
+    assert acc >= (0.97 if not prefilter else 0.95), misses
+
+
+@pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
+def test_top1_on_the_heldout_split(prefilter):
+    """A regression gate just under the published figure (docs/validation.md); the KB is never
+    written from these rows, and the misses are reported by count only."""
+    acc, misses = accuracy(HELDOUT, prefilter)
+    print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
+    assert acc >= (0.79 if not prefilter else 0.74), len(misses)
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
 def test_no_benign_line_is_reported_as_an_error(prefilter):
+    alarms = []
     for r in BENIGN:
         report = SCANNER.explain_bytes(r["excerpt"].encode(), prefilter=prefilter)
-        assert report.matches, f"benign line not recognised: {r['excerpt']}"
-        assert all(m.benign for m in report.matches), (r["excerpt"], [m.sig.id for m in report.matches])
+        if not all(m.benign for m in report.matches):
+            # held-out rows are reported by id only: reading them would be tuning on them
+            shown = r["excerpt"][:120] if r["split"] == "dev" else "(held-out)"
+            alarms.append((r["id"], shown, [m.sig.id for m in report.matches]))
+    assert not alarms, alarms
 
 
 def test_benign_lines_never_outrank_errors():
-    for r in ERRORS[:20]:
-        for b in BENIGN:
-            text = b["excerpt"] + "\n" + r["excerpt"] + "\n" + b["excerpt"]
-            m = top1(text, True)
-            assert m is not None and not m.benign, (b["excerpt"], r["source"])
+    rnd = random.Random(7)
+    # rows whose error is recognised on its own in log mode (some dev lines carry no anchor)
+    alone = [r for r in DEV if (m := top1(r["excerpt"], True)) is not None and not m.benign]
+    for r in rnd.sample(alone, 40):
+        brow = rnd.choice(BENIGN)
+        b = brow["excerpt"]
+        text = b + "\n" + r["excerpt"] + "\n" + b
+        m = top1(text, True)
+        assert m is not None and not m.benign, (brow["id"], r["id"])
 
 
 _HEX = re.compile(r"\b[0-9a-f]{6,}\b")
@@ -103,6 +142,26 @@ def _perturb(seed: int):
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_patterns_generalise_beyond_the_corpus_strings(seed):
-    """Numbers, hashes, paths and hostnames in the excerpts are rewritten; accuracy holds."""
-    acc, misses = accuracy(ERRORS, True, _perturb(seed))
-    assert acc >= 0.90, misses
+    """Numbers, hashes, paths and hostnames in the dev excerpts are rewritten; accuracy holds."""
+    acc, misses = accuracy(DEV, False, _perturb(seed))
+    assert acc >= 0.93, misses
+
+
+def test_the_cli_never_prints_a_traceback_on_any_corpus_excerpt():
+    """Every corpus excerpt through the real command, text and JSON (rich on a sample)."""
+    import json as _json
+
+    from click.testing import CliRunner
+
+    from k3doctor.commands.explain import command
+
+    runner = CliRunner()
+    rows = ERRORS + BENIGN
+    for i, r in enumerate(rows):
+        for fmt in ("text", "json") if i % 10 else ("text", "json", "rich"):
+            res = runner.invoke(command, ["--format", fmt, "--", r["excerpt"]])
+            assert res.exception is None or isinstance(res.exception, SystemExit), (r["id"], fmt)
+            assert res.exit_code in (0, 1), (r["id"], fmt, res.exit_code)
+            assert "Traceback (most recent call last)" not in res.output or "Traceback" in r["excerpt"]
+            if fmt == "json":
+                assert _json.loads(res.output)["schema_version"] == 1

@@ -6,6 +6,7 @@ Usage::
     k3doctor explain - < traceback.txt                                   # stdin
     k3doctor explain --log node0/rank*.log node1/rank*.log               # many logs, streamed
     k3doctor explain GPU001                                              # a check's long doc
+    k3doctor explain gloo-interface-not-found                            # a signature's cause/fix
     k3doctor explain --list                                              # codes and signatures
 
 Exit codes: 0 something recognised, 1 nothing recognised (or unknown code), 2 usage error.
@@ -23,6 +24,8 @@ import click
 __all__ = ["command"]
 
 _CODE_LIKE = re.compile(r"^[A-Za-z]{2,4}\d{3}$")
+#: a signature id: kebab-case with at least one hyphen (``gloo-interface-not-found``)
+_ID_LIKE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)+$")
 
 
 def _load_checks() -> dict[str, Any] | None:
@@ -66,6 +69,36 @@ def _explain_code(code: str, fmt: str) -> int:
         return 0
     text = code_markdown(upper, cls, load_kb())
     print_markdown(text, tty=(fmt == "rich" or (fmt == "auto" and _is_tty())), echo=click.echo)
+    return 0
+
+
+def _explain_signature(sid: str, fmt: str) -> int:
+    """The cause, fix and sources of one signature id (or of a fallback category)."""
+    import difflib
+
+    from k3doctor.explain import load_kb
+    from k3doctor.explain.fallback import FALLBACK_PREFIX, fallback_signature, load_fallback
+    from k3doctor.explain.render import print_markdown, signature_json, signature_markdown
+
+    by_id = {s.id: s for s in load_kb()}
+    model = load_fallback()
+    for cat in model.categories:
+        by_id[FALLBACK_PREFIX + cat.name] = fallback_signature(cat.name, model)
+    sig = by_id.get(sid)
+    if sig is None:
+        close = difflib.get_close_matches(sid, sorted(by_id), n=5, cutoff=0.55)
+        if not close:  # shared words: 'nccl-timeout' -> nccl-watchdog-timeout, ...
+            words = set(sid.split("-"))
+            close = sorted(by_id, key=lambda i: (-len(words & set(i.split("-"))), i))[:5]
+            close = [i for i in close if words & set(i.split("-"))]
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        click.echo(f"unknown signature id {sid!r}.{hint} (k3doctor explain --list shows all ids)", err=True)
+        return 1
+    if fmt == "json":
+        click.echo(signature_json(sig))
+        return 0
+    print_markdown(signature_markdown(sig), tty=(fmt == "rich" or (fmt == "auto" and _is_tty())),
+                   echo=click.echo)
     return 0
 
 
@@ -149,7 +182,7 @@ def _output(report: Any, fmt: str, limit: int) -> int:
 @click.pass_context
 def command(ctx: click.Context, args: tuple[str, ...], logs: tuple[str, ...], list_: bool,
             fmt: str, limit: int) -> None:
-    """Explain a failure: pasted TEXT, '-' for stdin, --log FILE..., or a check CODE.
+    """Explain a failure: pasted TEXT, '-' for stdin, --log FILE..., a check CODE or a signature ID.
 
     Recognised failures are ranked: the earliest root cause first, symptoms (NCCL watchdog
     timeouts, waiting ranks) after it, harmless lines last and labelled benign. Each match
@@ -181,6 +214,8 @@ def command(ctx: click.Context, args: tuple[str, ...], logs: tuple[str, ...], li
         raise click.UsageError("give error TEXT, '-' to read stdin, --log FILE..., a check CODE, or --list")
     if len(args) == 1 and _CODE_LIKE.match(args[0]):
         ctx.exit(_explain_code(args[0], fmt))
+    if len(args) == 1 and _ID_LIKE.match(args[0]):
+        ctx.exit(_explain_signature(args[0], fmt))
     if args == ("-",):
         ctx.exit(_output(_explain_stdin(), fmt, limit))
     from k3doctor.explain import explain_text

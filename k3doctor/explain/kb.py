@@ -12,7 +12,8 @@ Each TOML file declares ``category = "<name>"`` and a list of ``[[signature]]`` 
     fix = "..."                              # concrete env var / flag / command
     related_checks = ["NET001"]
     references = ["https://..."]
-    examples = ["one synthetic line this signature must recognise"]
+    examples = ["a line this signature must recognise (at least one quoted from the corpus)"]
+    near_misses = ["a corpus line that looks alike but is another failure (must NOT match)"]
     # optional
     priority = 50                            # tie-break between signatures on one line
     extract = { timeout_ms = 'Timeout\\(ms\\)=(\\d+)' }   # first group of each regex
@@ -81,6 +82,7 @@ class Signature:
     related_checks: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
     examples: tuple[str, ...] = ()
+    near_misses: tuple[str, ...] = ()
     priority: int = 50
     extract: dict[str, str] = field(default_factory=dict)
     detail: tuple[str, ...] = ()
@@ -178,7 +180,7 @@ def _build(raw: dict[str, Any], category: str, where: str) -> Signature:
     if not isinstance(extract, dict) or not all(isinstance(v, str) for v in extract.values()):
         raise KBError(f"{where}: 'extract' must map names to regex strings")
     known = set(_REQUIRED) | {
-        "category", "tier", "related_checks", "references", "examples", "priority",
+        "category", "tier", "related_checks", "references", "examples", "near_misses", "priority",
         "extract", "detail", "context", "supersedes",
     }
     unknown = set(raw) - known
@@ -196,6 +198,7 @@ def _build(raw: dict[str, Any], category: str, where: str) -> Signature:
         related_checks=codes,
         references=_as_tuple(raw.get("references"), "references", where),
         examples=_as_tuple(raw.get("examples"), "examples", where),
+        near_misses=_as_tuple(raw.get("near_misses"), "near_misses", where),
         priority=int(raw.get("priority", 50)),
         extract=dict(extract),
         detail=tuple(" ".join(t.split()) for t in _as_tuple(raw.get("detail"), "detail", where)),

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterable, Mapping
 from .scan import Match, Report
 
 __all__ = ["SCHEMA_VERSION", "report_json", "report_text", "report_rich", "code_markdown",
-           "print_markdown", "list_json", "list_text"]
+           "print_markdown", "list_json", "list_text", "signature_markdown", "signature_json"]
 
 SCHEMA_VERSION = 1
 
@@ -122,6 +122,30 @@ def code_markdown(code: str, cls: Any, signatures: Iterable[Any]) -> str:
     if url:
         parts += [f"See: {url}", ""]
     return "\n".join(parts)
+
+
+def signature_markdown(sig: Any) -> str:
+    """The long form of one signature: what it means, what to do, where it comes from."""
+    kind = "benign (not an error)" if sig.benign else f"{sig.category}, tier {sig.tier}"
+    parts = [f"# {sig.id}: {sig.title}", "", f"Category: `{kind}`", "", "## Cause", "", sig.cause, "",
+             "## Fix", "", sig.fix, ""]
+    if sig.related_checks:
+        parts += ["## Prevent", "", "```", _select(sig.related_checks), "```", ""]
+    if sig.examples:
+        parts += ["## Looks like", ""] + [f"    {ex.splitlines()[0][:160]}" for ex in sig.examples[:3]] + [""]
+    if sig.references:
+        parts += ["## Sources", ""] + [f"- {u}" for u in sig.references] + [""]
+    return "\n".join(parts)
+
+
+def signature_json(sig: Any) -> str:
+    doc = {
+        "schema_version": SCHEMA_VERSION, "id": sig.id, "category": sig.category, "title": sig.title,
+        "tier": sig.tier, "benign": sig.benign, "cause": sig.cause, "fix": sig.fix,
+        "related_checks": list(sig.related_checks), "references": list(sig.references),
+        "examples": list(sig.examples),
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False)
 
 
 def print_markdown(text: str, tty: bool, echo: Callable[[str], None]) -> None:

@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Iterable, Sequence
 
+from .fallback import FallbackModel, MAX_LINES, Verdict, fallback_signature, load_fallback
 from .kb import Signature, load_kb
 
 __all__ = ["ANCHORS", "Match", "Report", "Scanner", "explain_text", "explain_paths"]
@@ -27,15 +28,35 @@ __all__ = ["ANCHORS", "Match", "Report", "Scanner", "explain_text", "explain_pat
 #: Stage-1 anchors (case-sensitive literals). Few distinct first bytes keep the scan fast.
 ANCHORS: tuple[str, ...] = (
     "rror",                                     # Error/error (and the lines after it, see FOLLOW)
-    "ranks did", "ranks have not", "ranks haven", "ranks has not",  # waiting-for-peers symptoms
+    "ranks did", "ranks have not", "ranks haven", "ranks has not", "ranks that didn",  # waiting peers
     "WARN", "Warn", "Watchdog",                 # NCCL WARN, Warning, NCCL watchdog
     "Xid", "XID",                               # NVRM Xid lines
     "NVRM", "NVML", "NVLS", "NNVL", "NET/", "Not enough", "NOT been", "No available",
-    "No space", "Ninja", "NCCL_",
-    "Failed", "FullMesh", "FA3", "FP4", "F_INET",
-    "KV cache (", "KV cache memory", "K3 ", "Killed process", "KILL",
-    "Using default MoE", "Unable to",
+    "No space", "Ninja", "NCCL_", "No solution found", "No such file or directory", "No working C++",
+    "Failed", "FullMesh", "FA3", "FP4", "F_INET", "FAULT_STATUS",
+    "KV cache (", "KV cache memory", "K3 ", "Killed", "KILL",
+    "Using default MoE", "Unable to", "UTCL2",
     "Custom allreduce", "CUDA device", "CUDA: ", "CUDA failed", "CUDA_ERROR", "CUDA out of", "CUDA error",
+    "CUTE_ARCH_", "CRITICAL", "Check failure stack trace", "Could not find NET", "CUBLAS_STATUS",
+    "Segmentation", "SIGSEGV", "RROR",
+    # Anchors for the fallback and for signatures whose lines have none of the above. The scan
+    # makes one regex pass per distinct first byte, and a pass costs what its first byte's
+    # frequency costs: so these start at a rare letter where the phrase allows (``failed`` not
+    # ``ailed``), and lowercase vowels never lead.
+    "failed", "FAILED", "cannot ", "Cannot ", "ync event", "ccess fault", "packet mismatch", "marked dead",
+    "waiting to acquire lock",
+    "xception", "xceed", "xFormers", "xit code: -",
+    "med out", "meout", "TIMEOUT", "Missing key", "missing key", "Minimum capability",
+    "minimum required version",
+    "mpatible", "m-killer", "nly supported on", "nly supports", "pool is full",
+    "loaded_weight", "could not be allocated", "could not find a node type", "does not support this kernel",
+    "does not allocate any GPUs", "does not match",
+    "Unsupported", "unsupported", "not supported", "undefined symbol", "nreachable", "unbalanced",
+    "non-zero status", "not defined for option", "unexpected key", "Unexpected key", "nvcc",
+    "InvalidCxxCompiler", "Invalid config",
+    "ut of memory", "unhealthy", "Cuda failure", "CUDA failure", "cuda failure", "must match top_k",
+    "refused", "Refused", "recogniz", "kernel image", "memory pressure", "pending tasks/actors",
+    "pending placement groups", "rofiled value", "scheduler is dead",
 )
 
 BLOCK = 4 << 20          # bytes read per block
@@ -93,13 +114,23 @@ class Match:
     locations: list[str] = field(default_factory=list)
     evidence: list[tuple[str, int, str]] = field(default_factory=list)
     files: set[str] = field(default_factory=set)
+    verdict: Verdict | None = None   # set on a fallback match (no signature matched)
 
     @property
     def benign(self) -> bool:
         return self.sig.benign
 
     @property
+    def confidence(self) -> str:
+        """``high`` for a signature match, ``low`` for the fallback's classification."""
+        return "low" if self.verdict is not None else "high"
+
+    @property
     def cause(self) -> str:
+        if self.verdict is not None:
+            v = self.verdict
+            why = f" Decided by: {', '.join(v.terms)}." if v.terms else " No category term occurred."
+            return f"{self.sig.cause} Salient line: {v.line!r}.{why}"
         return self.sig.render_cause(self.values)
 
     def sort_key(self) -> tuple:
@@ -114,7 +145,7 @@ class Match:
         )
 
     def to_dict(self) -> dict[str, object]:
-        """The JSON shape (schema_version 1): exactly these keys."""
+        """The JSON shape (schema_version 1): exactly these keys (``confidence`` since 0.5)."""
         return {
             "id": self.sig.id,
             "category": self.sig.category,
@@ -124,6 +155,7 @@ class Match:
             "related_checks": list(self.sig.related_checks),
             "references": list(self.sig.references),
             "benign": self.benign,
+            "confidence": self.confidence,
             "count": self.count,
             "first_line": f"{self.first_file}:{self.first_line}",
             "excerpt": self.excerpt,
@@ -159,8 +191,11 @@ class Scanner:
     """Matches lines against the knowledge base; reusable across inputs."""
 
     def __init__(self, signatures: Sequence[Signature] | None = None,
-                 anchors: Sequence[str] = ANCHORS) -> None:
+                 anchors: Sequence[str] = ANCHORS, fallback: FallbackModel | None | bool = True) -> None:
         self.signatures = tuple(load_kb() if signatures is None else signatures)
+        #: the classifier for error lines no signature explains (``fallback=False``: none)
+        self.fallback: FallbackModel | None = (
+            load_fallback() if fallback is True else (fallback or None))
         self._by_id = {s.id: s for s in self.signatures}
         kw: dict[str, list[Signature]] = defaultdict(list)
         for s in self.signatures:
@@ -310,8 +345,11 @@ class Scanner:
                 before = buf[lo:st] if lo > 0 or not tail else tail[-(CONTEXT_BYTES - st):] + buf[:st]
                 return strip_ansi(before.decode("utf-8", "replace"))
 
-            for sig, values in self.match_line(text, ctx):
+            hits = self.match_line(text, ctx)
+            for sig, values in hits:
                 agg.add(sig, values, name, file_index, line, text, buf, st, tail)
+            if self.fallback is not None and not hits:
+                agg.observe(self.fallback, text, name, line)
         total = line_base + buf.count(b"\n", 0) + (0 if buf.endswith(b"\n") else 1)
         agg.lines += total - line_base
         return total
@@ -323,7 +361,7 @@ class Scanner:
         t0 = time.perf_counter()
         agg = _Aggregator()
         self.scan_stream(io.BytesIO(data), name, agg, 0, prefilter)
-        return agg.report([name], time.perf_counter() - t0)
+        return agg.report([name], time.perf_counter() - t0, self.fallback)
 
     def explain_files(self, paths: Iterable[str], prefilter: bool = True,
                       progress: Callable[[int], None] | None = None) -> Report:
@@ -339,7 +377,7 @@ class Scanner:
                 continue
             with open(p, "rb", buffering=0) as f:
                 self.scan_stream(f, p, agg, i, prefilter)
-        return agg.report(names, time.perf_counter() - t0)
+        return agg.report(names, time.perf_counter() - t0, self.fallback)
 
 
 class _Aggregator:
@@ -350,6 +388,19 @@ class _Aggregator:
         self.bytes = 0
         self.lines = 0
         self.candidates = 0
+        # error lines no signature matched, for the fallback: (source, line, text)
+        self.unexplained: list[tuple[str, int, str]] = []
+        self.last_exception: tuple[str, int, str] | None = None
+
+    def observe(self, model: FallbackModel, text: str, name: str, line: int) -> None:
+        """Remember an unmatched line when it is an error line (bounded)."""
+        if not model.is_error_line(text):
+            return
+        item = (name, line, text.strip())
+        if model.is_exception_line(text):
+            self.last_exception = item
+        if len(self.unexplained) < MAX_LINES:
+            self.unexplained.append(item)
 
     def add(self, sig: Signature, values: dict[str, str], name: str, file_index: int,
             line: int, text: str, buf: bytes, st: int, tail: bytes = b"") -> None:
@@ -383,8 +434,31 @@ class _Aggregator:
                 m.first_file, m.first_line, m.file_index = name, line, file_index
                 m.excerpt = text.strip()[:400]
 
-    def report(self, sources: list[str], elapsed: float) -> Report:
-        matches = sorted(self.by_id.values(), key=Match.sort_key)
+    def _fallback_match(self, model: FallbackModel) -> Match | None:
+        """The fallback's match: when no signature explained an error, or only symptoms did."""
+        errors = [m for m in self.by_id.values() if not m.benign]
+        if errors and any(m.sig.tier != "symptom" for m in errors):
+            return None
+        verdict = model.classify(self.unexplained, self.last_exception)
+        if verdict is None or (errors and verdict.score <= 0):
+            return None
+        sig = fallback_signature(verdict.category, model)
+        name, line = verdict.where
+        file_index = 0
+        m = Match(sig=sig, count=1, first_file=name, first_line=line, file_index=file_index,
+                  excerpt=verdict.line, verdict=verdict)
+        m.locations.append(f"{name}:{line}")
+        m.evidence.append((name, line, verdict.line[:300]))
+        m.files.add(name)
+        return m
+
+    def report(self, sources: list[str], elapsed: float,
+               fallback: FallbackModel | None = None) -> Report:
+        found = list(self.by_id.values())
+        fb = self._fallback_match(fallback) if fallback is not None else None
+        matches = sorted(found, key=Match.sort_key)
+        if fb is not None:  # ahead of symptoms and benign lines, behind nothing else
+            matches.insert(0, fb)
         return Report(matches=matches, sources=sources, bytes_scanned=self.bytes,
                       lines_scanned=self.lines, candidate_lines=self.candidates,
                       elapsed_s=elapsed)

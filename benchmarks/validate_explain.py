@@ -1,0 +1,154 @@
+"""How often ``k3doctor explain`` names the right category on real errors, and how often it
+raises a false alarm on real benign lines.
+
+Corpus: ``fixtures/errors/errors.jsonl`` and ``benign.jsonl`` (real excerpts from public issue
+threads, split by thread into ``dev`` and ``heldout``; see ``fixtures/errors/build_corpus.py``).
+The KB and the fallback terms are written from the dev split only; the held-out split is the
+generalisation figure.
+
+For each excerpt, top-1 is the category of the first match ``explain`` reports (what a user
+reads first). Baseline, measured in the same run: the same knowledge base without the fallback
+classifier (signatures only), so the printed ratios say what the fallback adds.
+
+    python benchmarks/validate_explain.py              # the table (text and log mode)
+    python benchmarks/validate_explain.py --misses     # plus the dev-split misses, to work on
+    python benchmarks/validate_explain.py --json       # machine-readable
+
+Held-out misses are deliberately not printed: reading them would be tuning on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from k3doctor.explain.scan import Scanner  # noqa: E402
+
+CORPUS = ROOT / "fixtures" / "errors"
+
+
+def load(name: str) -> list[dict]:
+    text = (CORPUS / name).read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def top1(scanner: Scanner, text: str, log_mode: bool) -> tuple[str | None, str | None, str]:
+    """(category, id, confidence) of the first match, or (None, None, '') when nothing matched."""
+    report = scanner.explain_bytes(text.encode("utf-8", "surrogateescape"), prefilter=log_mode)
+    if not report.matches:
+        return None, None, ""
+    m = report.matches[0]
+    return m.sig.category, m.sig.id, m.confidence
+
+
+def alarms(scanner: Scanner, text: str, log_mode: bool) -> list[str]:
+    report = scanner.explain_bytes(text.encode("utf-8", "surrogateescape"), prefilter=log_mode)
+    return [m.sig.id for m in report.matches if not m.benign]
+
+
+def evaluate(scanner: Scanner, errors: list[dict], benign: list[dict], log_mode: bool) -> dict:
+    out: dict = {}
+    for split in ("dev", "heldout"):
+        rows = [r for r in errors if r["split"] == split]
+        hits, silent, low, misses = 0, 0, 0, []
+        for r in rows:
+            cat, sid, conf = top1(scanner, r["excerpt"], log_mode)
+            hits += cat == r["expected_category"]
+            silent += cat is None
+            low += conf == "low"
+            if cat != r["expected_category"]:
+                misses.append((r["id"], r["expected_category"], cat, sid, r["source"], r["excerpt"]))
+        ben = [r for r in benign if r["split"] == split]
+        flagged = [(r["id"], alarms(scanner, r["excerpt"], log_mode), r["excerpt"]) for r in ben]
+        flagged = [f for f in flagged if f[1]]
+        out[split] = {"rows": len(rows), "top1": hits, "silent": silent, "fallback": low,
+                      "benign_rows": len(ben), "benign_alarms": len(flagged),
+                      "misses": misses, "alarms": flagged}
+    return out
+
+
+def kb_at(ref: str) -> list:
+    """The signatures of ``k3doctor/explain/kb/*.toml`` as committed at ``ref`` (git show)."""
+    import subprocess
+
+    from k3doctor.explain.kb import CATEGORIES, parse_kb_text
+
+    sigs = []
+    for cat in CATEGORIES:
+        text = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:k3doctor/explain/kb/{cat}.toml"],
+                              capture_output=True, text=True, check=True).stdout
+        sigs += parse_kb_text(text, cat)
+    return sigs
+
+
+def pct(a: int, b: int) -> str:
+    return f"{a}/{b} ({100 * a / b:.1f}%)" if b else "-"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--misses", action="store_true", help="print dev-split misses and alarms")
+    ap.add_argument("--category", help="with --misses: only rows expecting, or misread as, this category")
+    ap.add_argument("--baseline-ref", metavar="GIT_REF",
+                    help="also score the KB as it was at this git ref (signatures only), e.g. the "
+                         "commit before the KB was rebuilt")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    errors, benign = load("errors.jsonl"), load("benign.jsonl")
+    results: dict = {}
+    t0 = time.perf_counter()
+    scanners = [("signatures only (baseline)", Scanner(fallback=False)), ("signatures + fallback", Scanner())]
+    if args.baseline_ref:
+        scanners.insert(0, (f"KB at {args.baseline_ref[:10]}", Scanner(kb_at(args.baseline_ref), fallback=False)))
+    for label, scanner in scanners:
+        for mode in ("text", "log"):
+            results[(label, mode)] = evaluate(scanner, errors, benign, mode == "log")
+    elapsed = time.perf_counter() - t0
+    if args.json:
+        doc = [{"scanner": k[0], "mode": k[1], **{s: {x: y for x, y in v.items() if x not in ("misses", "alarms")}
+                                                     for s, v in r.items()}} for k, r in results.items()]
+        print(json.dumps(doc, indent=2))
+        return 0
+    cats = Counter((r["split"], r["expected_category"]) for r in errors)
+    print(f"corpus: {len(errors)} errors from {len({r['thread'] for r in errors})} threads "
+          f"(dev {sum(r['split'] == 'dev' for r in errors)}, held-out "
+          f"{sum(r['split'] == 'heldout' for r in errors)}); {len(benign)} benign lines")
+    print("held-out by category: " + ", ".join(f"{c} {n}" for (s, c), n in sorted(cats.items()) if s == "heldout"))
+    print()
+    print(f"{'scanner':<28} {'mode':<5} {'split':<8} {'top-1':>16} {'silent':>7} {'fallback':>8} {'benign alarms':>14}")
+    for (label, mode), res in results.items():
+        for split in ("dev", "heldout"):
+            r = res[split]
+            print(f"{label:<28} {mode:<5} {split:<8} {pct(r['top1'], r['rows']):>16} {r['silent']:>7} "
+                  f"{r['fallback']:>8} {pct(r['benign_alarms'], r['benign_rows']):>14}")
+    base = results[("signatures only (baseline)", "text")]["heldout"]
+    full = results[("signatures + fallback", "text")]["heldout"]
+    if base["top1"]:
+        print(f"\nheld-out top-1, text mode: {full['top1'] / base['top1']:.2f}x the signatures-only baseline")
+    print(f"({elapsed:.1f} s for {2 * len(scanners) * (len(errors) + len(benign))} explains)")
+    if args.misses:
+        dev = results[("signatures + fallback", "text")]["dev"]
+        print(f"\ndev misses (text mode): {len(dev['misses'])}")
+        for rid, want, got, sid, src, ex in dev["misses"]:
+            if args.category and args.category not in (want, got):
+                continue
+            print(f"- {rid} want {want}, got {got} ({sid})  {src}\n    {ex[:300]!r}")
+        print(f"\ndev benign alarms (text mode): {len(dev['alarms'])}")
+        for rid, ids, ex in dev["alarms"]:
+            print(f"- {rid} {ids}  {ex[:200]!r}")
+        logdev = results[("signatures + fallback", "log")]["dev"]
+        extra = {m[0] for m in logdev["misses"]} - {m[0] for m in dev["misses"]}
+        if extra:
+            print(f"\ndev misses only in log mode: {sorted(extra)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,278 @@
+"""The fallback: when no signature explains a failure, classify its most salient error line.
+
+An operator pastes whatever the engine printed; silence on an error nobody wrote a signature
+for is the worst answer. So when no signature matched (or only *symptom* signatures did, while
+an unexplained error line sits beside them), :func:`classify` picks the most salient error line
+and names a category with ``confidence = "low"``, the line quoted, and the next step.
+
+1. **Error lines.** A line is an error line when it carries an error marker (an exception name
+   followed by ``:``, ``error``, ``failed``, ``fatal``, ``NCCL WARN``, ``Assertion``,
+   ``Segmentation fault``, ``terminate called`` ...) and is not a log line at INFO/DEBUG/WARNING
+   level, not a Python warning, and not a line a benign signature recognised; or when it carries a
+   *strong* marker, which counts at any level (``undefined symbol``, ``out of memory``, ``is not
+   compatible with the current PyTorch``, ``driver ... too old``: real failures that PyTorch and
+   the engines print as warnings). A line that hedges ("This may result in", "This is expected",
+   an optional ``lib*.so`` that could not be opened) is not an error line unless it names an
+   exception. Text with no error line keeps the answer "nothing recognised".
+2. **The salient line.** The last exception line (Python prints the error last), else the first
+   error line of the first source that has one.
+3. **The category.** Weighted literal terms per category (``kb/fallback.toml``, built from the
+   development corpus) are summed over the salient line (double weight) and the other error
+   lines; the highest total wins, ties go to the category listed first. No term at all: "other",
+   but only for an explicit error (an exception, ``ERROR``/``FATAL``, an assertion); a line such as
+   "Failed to open libibverbs.so" with no category word and no exception stays unclassified.
+
+Everything here is linear in the text: terms are literals (case-insensitive substring tests)
+and the marker regexes have no nested unbounded quantifiers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from .kb import CATEGORIES, KBError, Signature
+
+__all__ = ["FallbackModel", "Verdict", "load_fallback", "fallback_signature", "FALLBACK_PREFIX"]
+
+#: Fallback matches carry the id ``fallback-<category>`` (explainable like any signature id).
+FALLBACK_PREFIX = "fallback-"
+
+MAX_LINES = 256          # error lines kept per report (first ones; the last exception separately)
+MAX_CLASSIFIED = 64      # of those, how many take part in the classification
+_EXPLICIT = re.compile(r"\b(?:ERROR|Error|FATAL|Fatal)\b|[Aa]ssertion|terminate called|Segmentation fault")
+#: a file path with two or more separators (``/a/b/c.py:12``, ``csrc/x/y.hpp``); one-slash tokens
+#: such as ``NET/IB`` or ``Driver/library`` stay
+_PATH = re.compile(r"[\w.~+-]{0,200}(?:/[\w.~+-]{1,200}){2,40}(?::\d{1,7})?")
+LINE_CHARS = 2048        # characters of a line that are classified
+
+
+@dataclass(frozen=True)
+class Term:
+    """A lower-case literal; ``^term`` must start a word, ``term$`` must end one."""
+
+    text: str
+    weight: float
+    start: bool = False
+    end: bool = False
+    _rx: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def parse(cls, raw: str, weight: float) -> "Term":
+        text = raw.lower()
+        start, end = text.startswith("^"), text.endswith("$")
+        text = text[1 if start else 0: -1 if end else None]
+        rx = None
+        if start or end:
+            rx = re.compile(("(?<![a-z0-9])" if start else "") + re.escape(text)
+                            + ("(?![a-z0-9])" if end else ""))
+        return cls(text, float(weight), start, end, rx)
+
+    def occurs_in(self, lowered: str) -> bool:
+        if self.text not in lowered:
+            return False
+        return self._rx is None or self._rx.search(lowered) is not None
+
+    def __iter__(self):  # (text, weight) unpacking
+        return iter((self, self.weight))
+
+
+@dataclass(frozen=True)
+class CategoryTerms:
+    """One category's vocabulary (weighted terms) and what to do next."""
+
+    name: str
+    terms: tuple[Term, ...]
+    next_step: str
+    checks: tuple[str, ...]
+    grep: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the fallback concluded about one report."""
+
+    category: str
+    line: str                       # the salient error line, as printed (stripped)
+    where: tuple[str, int]          # (source name, line number)
+    score: float                    # summed term weight of the winning category (0: no term)
+    terms: tuple[str, ...]          # the terms that decided it, best first
+    runner_up: str | None           # the next category, when it scored
+    error_lines: int                # how many error lines were seen
+
+
+@dataclass
+class FallbackModel:
+    """Error markers, exclusions and per-category terms loaded from ``kb/fallback.toml``."""
+
+    error_markers: re.Pattern[str]
+    strong_markers: re.Pattern[str]
+    exception_line: re.Pattern[str]
+    not_error: re.Pattern[str]
+    hedge: re.Pattern[str]
+    categories: tuple[CategoryTerms, ...]
+    _by_name: dict[str, CategoryTerms] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._by_name = {c.name: c for c in self.categories}
+
+    def category(self, name: str) -> CategoryTerms:
+        return self._by_name[name]
+
+    # -- line tests ------------------------------------------------------------------------------
+    def is_error_line(self, text: str) -> bool:
+        """A strong marker, or an error marker on a line that is not at a non-error log level."""
+        head = text[:LINE_CHARS]
+        if self.strong_markers.search(head):
+            return True
+        if not self.error_markers.search(head):
+            return False
+        if self.not_error.search(head):
+            return False
+        return not (self.hedge.search(head) and not self.exception_line.search(head))
+
+    def is_exception_line(self, text: str) -> bool:
+        return bool(self.exception_line.search(text[:LINE_CHARS]))
+
+    # -- classification --------------------------------------------------------------------------
+    def score(self, salient: str, others: list[str]) -> list[tuple[float, str, list[str]]]:
+        """(score, category, terms) for every category with a term, best first.
+
+        File paths are dropped first: ``csrc/jit_kernels/...`` or ``kernels/internode.cu`` say
+        where the error was raised, not what it is about."""
+        main = _PATH.sub(" ", salient[:LINE_CHARS]).lower()
+        rest = [_PATH.sub(" ", o[:LINE_CHARS]).lower() for o in others[:MAX_CLASSIFIED] if o != salient]
+        order = {c.name: i for i, c in enumerate(self.categories)}
+        out: list[tuple[float, str, list[str]]] = []
+        for cat in self.categories:
+            total = 0.0
+            hit: list[tuple[float, str]] = []
+            for term, weight in cat.terms:
+                w = 0.0
+                if term.occurs_in(main):
+                    w += 2 * weight
+                w += sum(weight for o in rest if term.occurs_in(o))
+                if w:
+                    total += w
+                    hit.append((w, term.text))
+            if total > 0:
+                hit.sort(key=lambda t: -t[0])
+                out.append((total, cat.name, [t for _, t in hit]))
+        out.sort(key=lambda t: (-t[0], order[t[1]]))
+        return out
+
+    def classify(self, lines: list[tuple[str, int, str]],
+                 last_exception: tuple[str, int, str] | None) -> Verdict | None:
+        """The verdict for these error lines ``(source, line_no, text)``, or None without any."""
+        if not lines and last_exception is None:
+            return None
+        salient = last_exception if last_exception is not None else lines[0]
+        texts = [t for _, _, t in lines]
+        if last_exception is not None and last_exception[2] not in texts:
+            texts.append(last_exception[2])
+        ranked = self.score(salient[2], texts)
+        if ranked:
+            best = ranked[0]
+            runner = ranked[1][1] if len(ranked) > 1 else None
+            return Verdict(best[1], salient[2].strip()[:400], (salient[0], salient[1]), best[0],
+                           tuple(best[2][:6]), runner, len(lines))
+        # No category word at all: only an explicit error (an exception, ERROR/FATAL, an
+        # assertion) is worth an "other" verdict; a bare "Failed to open libfoo.so" is not.
+        if not (self.is_exception_line(salient[2]) or _EXPLICIT.search(salient[2][:LINE_CHARS])):
+            return None
+        return Verdict("other", salient[2].strip()[:400], (salient[0], salient[1]), 0.0, (), None,
+                       len(lines))
+
+
+def _compile(patterns: Any, key: str) -> re.Pattern[str]:
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns) or not patterns:
+        raise KBError(f"kb/fallback.toml: '{key}' must be a non-empty list of regex strings")
+    return re.compile("|".join(f"(?:{p})" for p in patterns))
+
+
+def parse_fallback_text(text: str, where: str = "kb/fallback.toml") -> FallbackModel:
+    """Parse the fallback model's TOML (used by :func:`load_fallback` and by tests)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise KBError(f"{where}: {exc}") from None
+    markers = data.get("markers", {})
+    cats: list[CategoryTerms] = []
+    for raw in data.get("category", []):
+        name = raw.get("name")
+        if name not in CATEGORIES or name == "benign":
+            raise KBError(f"{where}: unknown or benign category {name!r}")
+        terms = []
+        for item in raw.get("terms", []):
+            if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
+                    or not isinstance(item[1], (int, float))):
+                raise KBError(f"{where} [{name}]: a term is [\"literal\", weight], got {item!r}")
+            terms.append(Term.parse(item[0], item[1]))
+        for key in ("next_step", "grep"):
+            if not isinstance(raw.get(key), str) or not raw.get(key):
+                raise KBError(f"{where} [{name}]: missing '{key}'")
+        checks = raw.get("checks", [])
+        if not isinstance(checks, list) or not all(isinstance(c, str) and re.fullmatch(r"[A-Z]{2,4}", c)
+                                                      for c in checks):
+            raise KBError(f"{where} [{name}]: 'checks' must list check families (e.g. NET)")
+        cats.append(CategoryTerms(name, tuple(terms), " ".join(raw["next_step"].split()),
+                                  tuple(checks), raw["grep"].strip()))
+    if {c.name for c in cats} != set(CATEGORIES) - {"benign"}:
+        raise KBError(f"{where}: every category but benign needs a [[category]] table")
+    return FallbackModel(
+        error_markers=_compile(markers.get("error"), "markers.error"),
+        strong_markers=_compile(markers.get("strong"), "markers.strong"),
+        exception_line=_compile(markers.get("exception"), "markers.exception"),
+        not_error=_compile(markers.get("not_error"), "markers.not_error"),
+        hedge=_compile(markers.get("hedge"), "markers.hedge"),
+        categories=tuple(cats),
+    )
+
+
+@lru_cache(maxsize=1)
+def load_fallback() -> FallbackModel:
+    """The packaged fallback model. Cached per process."""
+    text = (resources.files("k3doctor.explain") / "kb" / "fallback.toml").read_text(encoding="utf-8")
+    return parse_fallback_text(text)
+
+
+_TITLES = {
+    "network": "network / collective communication",
+    "jit-cache": "JIT compilation or cache",
+    "arch": "GPU architecture / capability",
+    "memory": "memory",
+    "checkpoint": "checkpoint / weights",
+    "parallelism": "parallel layout",
+    "gpu-health": "GPU / driver health",
+    "version": "software version",
+    "other": "unclassified",
+}
+
+
+def fallback_signature(category: str, model: FallbackModel | None = None) -> Signature:
+    """The pseudo-signature a fallback verdict is reported under (``fallback-<category>``)."""
+    model = model or load_fallback()
+    cat = model.category(category)
+    label = _TITLES.get(category, category)
+    return Signature(
+        id=FALLBACK_PREFIX + category,
+        category=category,
+        title=f"Unrecognised error, classified as {label} (low confidence)",
+        keywords=(),
+        patterns=(),
+        cause=("No known signature matched this error. Its most salient line was classified by "
+               f"the words it uses as a {label} problem; treat this as a lead, not a diagnosis."),
+        fix=f"{cat.next_step} Narrow it down: {cat.grep}",
+        tier="generic",
+        related_checks=cat.checks,
+        examples=(),
+        priority=0,
+    )

@@ -1,0 +1,178 @@
+"""The fallback classifier, signature-id lookup, and explain's robustness on any input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from k3doctor.commands.explain import command
+from k3doctor.explain.fallback import FALLBACK_PREFIX, parse_fallback_text
+from k3doctor.explain.kb import KBError, load_kb
+from k3doctor.explain.scan import Scanner
+
+SCANNER = Scanner()
+
+
+def run(args, input=None):
+    return CliRunner().invoke(command, args, input=input)
+
+
+def matches(text: str, prefilter: bool = False):
+    return SCANNER.explain_bytes(text.encode("utf-8", "surrogateescape"), prefilter=prefilter).matches
+
+
+# -- the fallback -------------------------------------------------------------------------------
+def test_an_unknown_error_gets_a_low_confidence_category_with_the_line_and_next_step():
+    line = "RuntimeError: frobnicator handshake with peer 10.1.2.3 over the ibv_ transport timed out"
+    ms = matches(line)
+    assert len(ms) == 1
+    m = ms[0]
+    assert m.sig.id == FALLBACK_PREFIX + "network" and m.confidence == "low"
+    assert line in m.cause and "ibv_" in m.cause
+    assert "k3doctor check --select NET" in m.sig.fix
+    assert m.first_line == 1
+
+
+@pytest.mark.parametrize("prefilter", [False, True])
+def test_the_salient_line_is_the_last_exception(prefilter):
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        '  File "/srv/app/loader.py", line 12, in load',
+        "    raise ValueError('could not frobnicate')",
+        "ValueError: could not frobnicate",
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "Traceback (most recent call last):",
+        '  File "/srv/app/main.py", line 3, in <module>',
+        "RuntimeError: the widget tensor shape disagrees with the checkpoint header",
+    ])
+    m = matches(text, prefilter)[0]
+    assert m.confidence == "low" and m.first_line == 9
+    assert m.sig.category == "checkpoint"
+
+
+@pytest.mark.parametrize("text", [
+    "INFO 11-30 10:00:00 [loader.py:12] Loading weights failed over to the slow path; continuing",
+    "WARNING 11-30 10:00:00 [utils.py:1] Error fetching optional metadata; using defaults",
+    "(VllmWorker rank=0 pid=42) WARNING 11-30 10:00:01 [x.py:3] connection timed out, retrying",
+    "h1:1:1 [0] NCCL INFO NET/IB : No device found.",
+    "/usr/lib/python3/site-packages/torch/x.py:9: UserWarning: failed to load optional module",
+    "[W1130 10:00:00.000 socket.cpp:9] retrying after error",
+    "2026-11-30 10:00:00,123 - INFO - download failed once, retry 1/5 succeeded",
+    "all good here",
+    "",
+])
+def test_lines_at_a_non_error_level_are_not_errors(text):
+    assert not [m for m in matches(text) if not m.benign]
+    assert not [m for m in matches(text, True) if not m.benign]
+
+
+def test_text_without_an_error_is_still_nothing_recognised():
+    r = run(["model loaded in 3.2 s; serving on port 30000"])
+    assert r.exit_code == 1 and "nothing recognised" in r.output
+
+
+def test_a_signature_cause_suppresses_the_fallback():
+    text = ("RuntimeError: frobnicator exploded\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+    ids = [m.sig.id for m in matches(text)]
+    assert ids == ["torch-cuda-oom"]
+
+
+def test_an_unexplained_error_outranks_a_symptom_wrapper():
+    text = ("ValueError: the frobnicator kernel needs a GPU compute capability the quux device lacks\n"
+            "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}")
+    ms = matches(text)
+    assert ms[0].confidence == "low" and ms[0].sig.category == "arch"
+    assert "engine-startup-failed" in [m.sig.id for m in ms]
+
+
+def test_no_term_means_other_not_silence():
+    m = matches("FooBarError: qux")[0]
+    assert m.sig.id == "fallback-other" and "No category term" in m.cause
+
+
+def test_json_reports_the_confidence():
+    r = run(["--format", "json", "RuntimeError: the gizmo driver version is too old for this runtime"])
+    doc = json.loads(r.output)
+    assert r.exit_code == 0 and doc["recognised"] is True
+    assert doc["matches"][0]["confidence"] == "low"
+    assert doc["matches"][0]["id"] == "fallback-version"
+
+
+def test_malformed_fallback_model_is_rejected():
+    from importlib import resources
+
+    good = (resources.files("k3doctor.explain") / "kb" / "fallback.toml").read_text(encoding="utf-8")
+    assert parse_fallback_text(good).categories
+    with pytest.raises(KBError, match="every category"):
+        parse_fallback_text("[markers]\n")
+    with pytest.raises(KBError, match="non-empty list"):
+        parse_fallback_text(good.replace("exception = [", "exception_ = [", 1))
+    with pytest.raises(KBError, match="weight"):
+        parse_fallback_text(good.replace('["socket", 3]', '["socket"]'))
+    with pytest.raises(KBError, match="every category"):
+        parse_fallback_text(good.replace('name = "other"', 'name = "memory"'))
+    with pytest.raises(KBError, match="unknown or benign"):
+        parse_fallback_text(good.replace('name = "other"', 'name = "benign"'))
+
+
+def test_fallback_terms_do_not_backtrack():
+    import time
+
+    t0 = time.perf_counter()
+    for filler in ("a" * 5000, "Error " * 2000, "(" * 5000, "INFO " * 2000, "x." * 3000):
+        SCANNER.explain_bytes(("RuntimeError: " + filler).encode())
+        SCANNER.explain_bytes((filler + " failed").encode(), prefilter=True)
+    assert time.perf_counter() - t0 < 5
+
+
+# -- signature ids ------------------------------------------------------------------------------
+def test_every_signature_id_is_explainable():
+    for sig in load_kb():
+        r = run([sig.id])
+        assert r.exit_code == 0, (sig.id, r.output)
+        assert sig.title in r.output and "## Fix" in r.output
+        for url in sig.references:
+            assert url in r.output
+
+
+def test_fallback_ids_are_explainable_and_json_works():
+    r = run(["fallback-memory"])
+    assert r.exit_code == 0 and "k3doctor plan" in r.output
+    doc = json.loads(run(["--format", "json", "gloo-interface-not-found"]).output)
+    assert doc["id"] == "gloo-interface-not-found" and doc["category"] == "network" and doc["references"]
+
+
+def test_an_unknown_id_lists_the_closest_ids():
+    r = run(["nccl-timeout"])
+    assert r.exit_code == 1
+    assert "unknown signature id 'nccl-timeout'" in r.output and "nccl-watchdog-timeout" in r.output
+
+
+# -- never a traceback --------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=4096))
+def test_binary_input_never_crashes(tmp_path_factory, data):
+    p = tmp_path_factory.mktemp("bin") / "rank0.log"
+    p.write_bytes(data)
+    text = data.decode("utf-8", "surrogateescape")
+    for args, inp in ((["--", text or " "], None), (["-"], data), (["--log", str(p)], None)):
+        for fmt in ("text", "json", "rich"):
+            r = CliRunner().invoke(command, ["--format", fmt, *args], input=inp)
+            assert r.exit_code in (0, 1), (args[:1], fmt, r.output, r.exception)
+            assert r.exception is None or isinstance(r.exception, SystemExit)
+
+
+@pytest.mark.parametrize("data", [b"", b"\x00" * 10000, b"\xff\xfe" * 5000, b"\n" * 10000,
+                                  b"\x1b[31m" * 1000, "é€😀".encode() * 1000])
+def test_edge_inputs(tmp_path, data):
+    p = tmp_path / "x.log"
+    p.write_bytes(data)
+    for args, inp in ((["-"], data), (["--log", str(p)], None)):
+        r = run(["--format", "json", *args], input=inp)
+        assert r.exit_code in (0, 1) and json.loads(r.output)["schema_version"] == 1
