@@ -28,6 +28,18 @@ _CODE_LIKE = re.compile(r"^[A-Za-z]{2,4}\d{3}$")
 _ID_LIKE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)+$")
 
 
+def _closest(name: str, names: list[str], n: int, cutoff: float) -> list[str]:
+    """The known names nearest to ``name`` (spelling first, then shared kebab-case words)."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(names), n=n, cutoff=cutoff)
+    if not close and "-" in name:  # 'nccl-timeout' -> nccl-watchdog-timeout, ...
+        words = set(name.split("-"))
+        ranked = sorted(names, key=lambda i: (-len(words & set(i.split("-"))), i))[:n]
+        close = [i for i in ranked if words & set(i.split("-"))]
+    return close
+
+
 def _load_checks() -> dict[str, Any] | None:
     """code -> Check class from the team registry, or None when it is not available."""
     try:
@@ -53,9 +65,7 @@ def _explain_code(code: str, fmt: str) -> int:
         raise click.UsageError("check codes are unavailable: k3doctor.registry could not be imported")
     upper = code.upper()
     if upper not in checks:
-        import difflib
-
-        close = difflib.get_close_matches(upper, sorted(checks), n=3, cutoff=0.5)
+        close = _closest(upper, list(checks), n=3, cutoff=0.5)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         click.echo(f"unknown check code {upper!r}.{hint} (k3doctor explain --list shows all codes)", err=True)
         return 1
@@ -74,25 +84,18 @@ def _explain_code(code: str, fmt: str) -> int:
 
 def _explain_signature(sid: str, fmt: str) -> int:
     """The cause, fix and sources of one signature id (or of a fallback category)."""
-    import difflib
-
     from k3doctor.explain import load_kb
-    from k3doctor.explain.fallback import FALLBACK_PREFIX, fallback_signature, load_fallback
+    from k3doctor.explain.fallback import fallback_signatures
     from k3doctor.explain.render import print_markdown, signature_json, signature_markdown
 
-    by_id = {s.id: s for s in load_kb()}
-    model = load_fallback()
-    for cat in model.categories:
-        by_id[FALLBACK_PREFIX + cat.name] = fallback_signature(cat.name, model)
+    by_id = {s.id: s for s in load_kb()} | fallback_signatures()
     sig = by_id.get(sid)
     if sig is None:
-        close = difflib.get_close_matches(sid, sorted(by_id), n=5, cutoff=0.55)
-        if not close:  # shared words: 'nccl-timeout' -> nccl-watchdog-timeout, ...
-            words = set(sid.split("-"))
-            close = sorted(by_id, key=lambda i: (-len(words & set(i.split("-"))), i))[:5]
-            close = [i for i in close if words & set(i.split("-"))]
+        close = _closest(sid, list(by_id), n=5, cutoff=0.55)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        click.echo(f"unknown signature id {sid!r}.{hint} (k3doctor explain --list shows all ids)", err=True)
+        click.echo(f"unknown signature id {sid!r}.{hint} (k3doctor explain --list shows all ids; "
+                   f"to explain it as error text, pass it with other words or on stdin: "
+                   f"echo '{sid}' | k3doctor explain -)", err=True)
         return 1
     if fmt == "json":
         click.echo(signature_json(sig))

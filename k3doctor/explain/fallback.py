@@ -34,14 +34,10 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+from .kb import CATEGORIES, KBError, Signature, tomllib
 
-from .kb import CATEGORIES, KBError, Signature
-
-__all__ = ["FallbackModel", "Verdict", "load_fallback", "fallback_signature", "FALLBACK_PREFIX"]
+__all__ = ["FallbackModel", "Verdict", "load_fallback", "fallback_signature", "fallback_signatures",
+           "FALLBACK_PREFIX"]
 
 #: Fallback matches carry the id ``fallback-<category>`` (explainable like any signature id).
 FALLBACK_PREFIX = "fallback-"
@@ -61,8 +57,6 @@ class Term:
 
     text: str
     weight: float
-    start: bool = False
-    end: bool = False
     _rx: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
@@ -74,15 +68,12 @@ class Term:
         if start or end:
             rx = re.compile(("(?<![a-z0-9])" if start else "") + re.escape(text)
                             + ("(?![a-z0-9])" if end else ""))
-        return cls(text, float(weight), start, end, rx)
+        return cls(text, float(weight), rx)
 
     def occurs_in(self, lowered: str) -> bool:
         if self.text not in lowered:
             return False
         return self._rx is None or self._rx.search(lowered) is not None
-
-    def __iter__(self):  # (text, weight) unpacking
-        return iter((self, self.weight))
 
 
 @dataclass(frozen=True)
@@ -105,8 +96,6 @@ class Verdict:
     where: tuple[str, int]          # (source name, line number)
     score: float                    # summed term weight of the winning category (0: no term)
     terms: tuple[str, ...]          # the terms that decided it, best first
-    runner_up: str | None           # the next category, when it scored
-    error_lines: int                # how many error lines were seen
 
 
 @dataclass
@@ -155,11 +144,9 @@ class FallbackModel:
         for cat in self.categories:
             total = 0.0
             hit: list[tuple[float, str]] = []
-            for term, weight in cat.terms:
-                w = 0.0
-                if term.occurs_in(main):
-                    w += 2 * weight
-                w += sum(weight for o in rest if term.occurs_in(o))
+            for term in cat.terms:
+                w = 2 * term.weight if term.occurs_in(main) else 0.0
+                w += sum(term.weight for o in rest if term.occurs_in(o))
                 if w:
                     total += w
                     hit.append((w, term.text))
@@ -180,16 +167,14 @@ class FallbackModel:
             texts.append(last_exception[2])
         ranked = self.score(salient[2], texts)
         if ranked:
-            best = ranked[0]
-            runner = ranked[1][1] if len(ranked) > 1 else None
-            return Verdict(best[1], salient[2].strip()[:400], (salient[0], salient[1]), best[0],
-                           tuple(best[2][:6]), runner, len(lines))
+            score, category, terms = ranked[0]
+            return Verdict(category, salient[2].strip()[:400], (salient[0], salient[1]), score,
+                           tuple(terms[:6]))
         # No category word at all: only an explicit error (an exception, ERROR/FATAL, an
         # assertion) is worth an "other" verdict; a bare "Failed to open libfoo.so" is not.
         if not (self.is_exception_line(salient[2]) or _EXPLICIT.search(salient[2][:LINE_CHARS])):
             return None
-        return Verdict("other", salient[2].strip()[:400], (salient[0], salient[1]), 0.0, (), None,
-                       len(lines))
+        return Verdict("other", salient[2].strip()[:400], (salient[0], salient[1]), 0.0, ())
 
 
 def _compile(patterns: Any, key: str) -> re.Pattern[str]:
@@ -253,7 +238,7 @@ _TITLES = {
     "parallelism": "parallel layout",
     "gpu-health": "GPU / driver health",
     "version": "software version",
-    "other": "unclassified",
+    "other": "general",
 }
 
 
@@ -262,13 +247,17 @@ def fallback_signature(category: str, model: FallbackModel | None = None) -> Sig
     model = model or load_fallback()
     cat = model.category(category)
     label = _TITLES.get(category, category)
+    title = ("Unrecognised error, no category word in it (low confidence)" if category == "other"
+             else f"Unrecognised error, classified as {label} (low confidence)")
     return Signature(
         id=FALLBACK_PREFIX + category,
         category=category,
-        title=f"Unrecognised error, classified as {label} (low confidence)",
+        title=title,
         keywords=(),
         patterns=(),
-        cause=("No known signature matched this error. Its most salient line was classified by "
+        cause=("No known signature matched this error and its most salient line names no category; "
+               "the next steps below narrow it down." if category == "other" else
+               "No known signature matched this error. Its most salient line was classified by "
                f"the words it uses as a {label} problem; treat this as a lead, not a diagnosis."),
         fix=f"{cat.next_step} Narrow it down: {cat.grep}",
         tier="generic",
@@ -276,3 +265,9 @@ def fallback_signature(category: str, model: FallbackModel | None = None) -> Sig
         examples=(),
         priority=0,
     )
+
+
+def fallback_signatures() -> dict[str, Signature]:
+    """``fallback-<category>`` -> its pseudo-signature, for every category (explainable ids)."""
+    model = load_fallback()
+    return {FALLBACK_PREFIX + c.name: fallback_signature(c.name, model) for c in model.categories}

@@ -38,7 +38,7 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-__all__ = ["CATEGORIES", "TIERS", "Signature", "load_kb", "KBError"]
+__all__ = ["CATEGORIES", "TIERS", "Signature", "load_kb", "KBError", "tomllib"]
 
 #: The categories, one TOML file each, in display order.
 CATEGORIES: tuple[str, ...] = (

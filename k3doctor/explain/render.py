@@ -85,7 +85,7 @@ def _blocks(report: Report, limit: int) -> list[tuple[str, str]]:
 
 def report_text(report: Report, echo: Callable[[str], None], limit: int = 10) -> None:
     if not report.matches:
-        echo("nothing recognised (no known error signature matched)")
+        echo("nothing recognised (no known error signature and no error line in the input)")
         return
     for _style, text in _blocks(report, limit or len(report.matches)):
         echo(text)
@@ -97,7 +97,7 @@ def report_rich(report: Report, limit: int = 10) -> None:
 
     console = Console(highlight=False)
     if not report.matches:
-        console.print("nothing recognised (no known error signature matched)")
+        console.print("nothing recognised (no known error signature and no error line in the input)")
         return
     for style, text in _blocks(report, limit or len(report.matches)):
         console.print(Text(text, style=style or ""), soft_wrap=True)

@@ -444,9 +444,8 @@ class _Aggregator:
             return None
         sig = fallback_signature(verdict.category, model)
         name, line = verdict.where
-        file_index = 0
-        m = Match(sig=sig, count=1, first_file=name, first_line=line, file_index=file_index,
-                  excerpt=verdict.line, verdict=verdict)
+        m = Match(sig=sig, count=1, first_file=name, first_line=line, excerpt=verdict.line,
+                  verdict=verdict)
         m.locations.append(f"{name}:{line}")
         m.evidence.append((name, line, verdict.line[:300]))
         m.files.add(name)
