@@ -56,7 +56,7 @@ ANCHORS: tuple[str, ...] = (
     "InvalidCxxCompiler", "Invalid config",
     "ut of memory", "unhealthy", "Cuda failure", "CUDA failure", "cuda failure", "must match top_k",
     "refused", "Refused", "recogniz", "kernel image", "memory pressure", "pending tasks/actors",
-    "pending placement groups", "rofiled value", "scheduler is dead",
+    "pending placement groups", "rofiled value", "scheduler is dead", "UnspecifiedPlatform",
 )
 
 BLOCK = 4 << 20          # bytes read per block
