@@ -402,6 +402,10 @@ def parse_launch(
             spec.positional.append(word)
             continue
         flag, eq, inline = word.partition("=")
+        if engine == "vllm" and flag.startswith("--") and "_" in flag.split(".", 1)[0]:
+            # vLLM's FlexibleArgumentParser accepts --max_model_len for --max-model-len
+            head, dot, rest = flag.partition(".")
+            flag = "--" + head[2:].replace("_", "-") + dot + rest
         has_next_value = i < len(args) and (not args[i].startswith("-") or _is_number(args[i]))
         if flag in aliases:
             name, kind = aliases[flag]

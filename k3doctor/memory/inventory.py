@@ -27,7 +27,7 @@ from .synth import DTYPE_BYTES, Tensor, synthesise
 
 __all__ = ["Group", "Inventory", "InventoryError", "load_inventory", "aggregate", "read_config_any",
            "fold_tensors", "merge_folded", "groups_from_folded", "inventory_fact", "inventory_from_fact",
-           "inventory_for_facts"]
+           "inventory_for_facts", "with_launch_quantization_inventory"]
 
 _NUM = re.compile(r"\.(\d+)\.")
 #: HF's default ``max_shard_size`` ("5GB") — used when shard sizes are unknown (config-only).
@@ -201,17 +201,26 @@ def read_config_any(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     except Exception:  # noqa: BLE001 - the checkpoint reader may not be installed yet
         pass
     if p.is_dir():
+        cfg = None
         if read_config is not None:
             try:
                 cfg = read_config(p)
-                if cfg is not None:
-                    return cfg
             except Exception:  # noqa: BLE001
+                cfg = None
+        if cfg is None:
+            cp = p / "config.json"
+            if not cp.is_file():
+                return None
+            cfg = _json_file(cp)
+        hq = p / "hf_quant_config.json"  # ModelOpt keeps its quantisation beside config.json
+        if isinstance(cfg, dict) and not cfg.get("quantization_config") and hq.is_file():
+            from .quantscheme import merge_hf_quant_config
+
+            try:
+                cfg = merge_hf_quant_config(cfg, _json_file(hq))
+            except Exception:  # noqa: BLE001 - a broken side file leaves config.json as is
                 pass
-        cp = p / "config.json"
-        if not cp.is_file():
-            return None
-        return _json_file(cp)
+        return cfg
     if p.is_file():
         return _json_file(p)
     return load_known_config(str(path))
@@ -609,6 +618,28 @@ def inventory_for_facts(facts: Any, model_dir: Any = None) -> Inventory:
     if model_dir is None:
         raise InventoryError("no model directory or model id to plan from")
     return load_inventory(model_dir)
+
+
+def with_launch_quantization_inventory(inv: Inventory, launch: Mapping[str, Any]) -> Inventory:
+    """``inv`` as the engine holds it when the launch quantises while loading
+    (``--quantization fp8`` / ``bitsandbytes`` on an unquantised checkpoint): a config-built
+    inventory is rebuilt with that scheme; a header inventory is kept, with a note (its bytes
+    are the checkpoint's, larger than what the engine keeps)."""
+    from .quantscheme import _ONLINE, with_launch_quantization
+
+    flag = str(launch.get("quantization") or "").lower()
+    if flag not in _ONLINE or inv.config is None:
+        return inv
+    cfg = with_launch_quantization(inv.config, flag)
+    if cfg.get("quantization_config") == inv.config.get("quantization_config"):
+        return inv
+    if inv.source != "config":
+        inv.notes.append(f"--quantization {flag} quantises while loading; the shard headers' sizes are the "
+                         "unquantised checkpoint's, so this projection is high")
+        return inv
+    out = load_inventory(None, config=cfg)
+    out.notes.append(f"--quantization {flag}: projected as the engine quantises it while loading")
+    return out
 
 
 def dtype_bytes(dtype: str) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from math import ceil
 
 from . import constants as C
-from .placement import Parallel, stage_layers
+from .placement import Parallel, pp_partition
 from .spec import ModelSpec
 
 __all__ = ["kv_dtype_bytes", "kv_bytes_per_token", "kda_state_bytes", "stage_layer_sets", "hybrid_page"]
@@ -20,9 +20,11 @@ def kv_dtype_bytes(dtype: str | None, spec: ModelSpec | None = None) -> float:
 
 def stage_layer_sets(spec: ModelSpec, par: Parallel, stage: int) -> tuple[list[int], list[int], list[int]]:
     """(attention layers holding a KV cache, KDA layers, sliding-window layers) on ``stage``."""
-    mine = stage_layers(spec.layers, par.pp)[stage]
+    mine = pp_partition(par, spec.layers)[stage]
     kda = set(spec.kda_layers)
     sliding = set(spec.sliding_layers)
+    if spec.layer_mixers:  # hybrids: only the attention mixers keep a KV cache
+        kda |= {i for i, m in enumerate(spec.layer_mixers) if m != "attn"}
     attn = [i for i in mine if i not in kda and i not in sliding]
     return attn, [i for i in mine if i in kda], [i for i in mine if i in sliding]
 

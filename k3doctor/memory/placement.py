@@ -48,6 +48,11 @@ class Parallel:
     speculative: bool = False
     language_only: bool = False
     mamba_ratio: float | None = None
+    #: redundant physical experts (SGLang --ep-num-redundant-experts; vLLM EPLB
+    #: --num-redundant-experts / --eplb-config '{"num_redundant_experts": N}')
+    redundant_experts: int = 0
+    #: vision encoder data-parallel (vLLM --mm-encoder-tp-mode data): the tower on every rank
+    mm_encoder_dp: bool = False
     env: Mapping[str, str] = field(default_factory=dict)
 
     # -- derived groups -----------------------------------------------------------------
@@ -115,7 +120,7 @@ def classify(g: Group, spec: ModelSpec | None) -> tuple[str, str]:
         return "norms", "rep"
     if ("mlp." in low or "feed_forward" in low) and any(k in low for k in ("gate_proj", "up_proj", "down_proj", "gate_up_proj", ".w1", ".w2", ".w3")):
         return "dense_mlp", "dense"
-    if "attn" in low or "attention" in low:
+    if "attn" in low or "attention" in low or ".mixer." in low:
         if "q_a_proj" in low or "kv_a_proj" in low:
             return "mla_q_a_kv_a", "rep"
         if "f_a_proj" in low:
@@ -149,6 +154,31 @@ def compact(inv: Inventory) -> list[tuple[int, str, str, int, str]]:
         cached = [(layer, role, kind, nb, tmpl) for (layer, role, kind, tmpl), nb in acc.items()]
         inv._compact = cached  # type: ignore[attr-defined]
     return cached
+
+
+#: the env var each engine reads for an explicit pipeline partition (comma-separated layer counts)
+PP_PARTITION_ENV = {"vllm": "VLLM_PP_LAYER_PARTITION", "sglang": "SGLANG_PP_LAYER_PARTITION"}
+
+
+def pp_partition(par: Parallel, num_layers: int) -> list[range]:
+    """The engine's layer ranges per stage: ``VLLM_PP_LAYER_PARTITION`` / ``SGLANG_PP_LAYER_PARTITION``
+    when set (vllm/distributed/utils.py and sglang/srt/distributed/utils.py ``get_pp_indices``:
+    one count per stage, summing to the layer count), else :func:`stage_layers`."""
+    raw = (par.env or {}).get(PP_PARTITION_ENV.get(par.engine, ""), "")
+    if raw and par.pp > 1:
+        try:
+            counts = [int(x) for x in str(raw).split(",")]
+        except ValueError:
+            raise PlanError(f"{PP_PARTITION_ENV[par.engine]}={raw!r} is not a comma-separated list of layer counts") from None
+        if len(counts) != par.pp or sum(counts) != num_layers or min(counts) < 0:
+            raise PlanError(f"{PP_PARTITION_ENV[par.engine]}={raw} must list {par.pp} layer counts summing to "
+                            f"{num_layers} (the engine refuses it otherwise)")
+        out, start = [], 0
+        for n in counts:
+            out.append(range(start, start + n))
+            start += n
+        return out
+    return stage_layers(num_layers, par.pp)
 
 
 def stage_layers(num_layers: int, pp: int) -> list[range]:
@@ -206,8 +236,13 @@ def per_rank_bytes(n: int, role: str, kind: str, par: Parallel, spec: ModelSpec 
         return 0.0
     if kind == "vision":
         # K3 SGLang "shards complete images across TP ranks" -> weights on every rank (kimi-k3.md
-        # §4.1); vLLM --language-model-only skips the tower.
-        return 0.0 if par.language_only else n
+        # §4.1); other towers are tensor-parallel like the language model (vLLM's default
+        # --mm-encoder-tp-mode weights; "data" replicates them); --language-model-only skips it.
+        if par.language_only:
+            return 0.0
+        if (spec is not None and (spec.family == "kimi_k3" or spec.vision_replicated)) or par.mm_encoder_dp:
+            return n
+        return n / par.attn_tp
     if kind == "rep":
         return n
     if kind == "attn":
@@ -234,7 +269,9 @@ def per_rank_bytes(n: int, role: str, kind: str, par: Parallel, spec: ModelSpec 
             return n / par.attn_tp
         return n / par.tp
     if kind == "expert":
-        return n / par.moe_ep / par.moe_tp * expert_pad_factor(par, spec)
+        # redundant experts: each EP rank holds (E + R) / ep physical experts
+        extra = (spec.experts + par.redundant_experts) / spec.experts if spec is not None and spec.experts and par.moe_ep > 1 else 1.0
+        return n / par.moe_ep / par.moe_tp * expert_pad_factor(par, spec) * extra
     return n
 
 
@@ -242,7 +279,7 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
     """Bytes per rank of pipeline stage ``stage``, by role (before engine post-processing)."""
     spec = inv.spec
     n_layers = spec.layers if spec is not None else 1 + max((g.layer for g in inv.groups), default=0)
-    ranges = stage_layers(n_layers, par.pp)
+    ranges = pp_partition(par, n_layers)
     mine = ranges[stage]
     first, last = stage == 0, stage == par.pp - 1
     out: dict[str, float] = {}
@@ -306,9 +343,14 @@ def validate_parallel(par: Parallel, spec: ModelSpec | None) -> list[str]:
     if spec.kda_heads and spec.kda_heads % par.attn_tp:
         errs.append(f"{spec.kda_heads} KDA heads are not divisible by attention-TP {par.attn_tp}")
     if spec.is_moe:
-        if spec.experts % par.moe_ep:
-            errs.append(f"{spec.experts} experts are not divisible by EP {par.moe_ep}; pick an ep that divides "
-                        f"{spec.experts}")
+        physical = spec.experts + (par.redundant_experts if par.moe_ep > 1 else 0)
+        if physical % par.moe_ep:
+            need = -physical % par.moe_ep + par.redundant_experts
+            flag = (f"--ep-num-redundant-experts {need}" if par.engine == "sglang" else
+                    f"--enable-eplb --eplb-config '{{\"num_redundant_experts\": {need}}}'")
+            errs.append(f"{spec.experts} experts" + (f" + {par.redundant_experts} redundant" if par.redundant_experts else "")
+                        + f" are not divisible by EP {par.moe_ep}; pick an ep that divides {physical}, or add "
+                        f"redundant experts to make it divisible ({flag})")
         if spec.moe_intermediate % par.moe_tp:
             errs.append(f"moe_intermediate_size {spec.moe_intermediate} is not divisible by MoE-TP {par.moe_tp} "
                         f"(tp/ep); raise ep")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from math import ceil
 from typing import Any, Mapping
@@ -334,6 +336,15 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
     proc_bytes = sum(proc.values())
     transient, transient_why = _load_transient(inv, par)
     notes = list(inv.notes)
+    if spec is not None and spec.approximate:
+        notes.append("APPROXIMATE: " + "; ".join(spec.notes)
+                     + ("" if inv.source == "headers" else
+                        " (config only: point --model at the downloaded shards and their headers make the sizes exact)"))
+        if any(m in ("mamba", "linear") for m in spec.layer_mixers):
+            notes.append("the recurrent state of the Mamba/linear-attention layers is not counted in the KV "
+                         "projection (only the full-attention layers' KV cache is)")
+    elif spec is not None and spec.notes:
+        notes.extend(spec.notes)
     if inv.header_only:
         notes.append("HEADER-ONLY accounting: unknown architecture, placement by tensor names only "
                      "(no KV/state projection)")
@@ -559,12 +570,43 @@ def parallel_from_launch(launch: Mapping[str, Any], **over: Any) -> Parallel:
         language_only=bool(flag("--language-model-only")),
         mamba_ratio=float(ratio) if isinstance(ratio, (int, float, str)) and str(ratio).replace(".", "", 1).isdigit() else None,
         moe_dense_tp_size=int(flag("--moe-dense-tp-size")) if str(flag("--moe-dense-tp-size") or "").isdigit() else None,
+        redundant_experts=_redundant_experts(engine, flags),
+        mm_encoder_dp=str(flag("--mm-encoder-tp-mode") or "") == "data",
         env=env,
     )
     for k, v in over.items():
         if v is not None:
             setattr(par, k, v)
     return par
+
+
+def _redundant_experts(engine: str, flags: Mapping[str, Any]) -> int:
+    """Redundant physical experts from the launch flags, in each spelling the engines have used:
+    SGLang ``--ep-num-redundant-experts N``; vLLM ``--num-redundant-experts N`` (0.9-0.10),
+    ``--eplb-config '{"num_redundant_experts": N}'`` and ``--eplb-config.num_redundant_experts N``
+    (0.11+). vLLM counts them only with ``--enable-eplb``."""
+    def num(v: Any) -> int:
+        try:
+            return max(0, int(str(v).strip()))
+        except (TypeError, ValueError):
+            return 0
+
+    if engine == "sglang":
+        return num(flags.get("--ep-num-redundant-experts"))
+    if engine != "vllm":
+        return 0
+    if "--enable-eplb" not in flags and not flags.get("--eplb-config"):
+        return 0
+    for key in ("--num-redundant-experts", "--eplb-config.num_redundant_experts"):
+        if key in flags:
+            return num(flags[key])
+    raw = flags.get("--eplb-config")
+    if isinstance(raw, str):
+        # JSON as written, or with its quotes eaten by a shell wrapper ({num_redundant_experts:32})
+        m = re.search(r"num_redundant_experts\W{0,4}(\d{1,6})", raw)
+        if m:
+            return num(m.group(1))
+    return 0
 
 
 def device_cc(device: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -620,9 +662,9 @@ def plan_from_facts(facts: Any) -> Plan:
     try:
         # the model fact's inventory (same header parse as the CKPT scan; works from a snapshot)
         # when known, else load_inventory(model_dir)
-        from .inventory import inventory_for_facts
+        from .inventory import inventory_for_facts, with_launch_quantization_inventory
 
-        inv = inventory_for_facts(facts, model_dir)
+        inv = with_launch_quantization_inventory(inventory_for_facts(facts, model_dir), launch)
     except InventoryError as exc:
         raise Skip(str(exc)) from None
     par = parallel_from_launch(launch, concurrency=facts.option("concurrency"))

@@ -10,9 +10,15 @@ Architectures understood (``family``):
 * ``gpt_oss`` – gpt-oss (GQA with sinks, MXFP4 experts, alternating sliding window).
 * ``glm4_moe`` – GLM-4.5 / 4.5-Air (GQA + MoE with a shared expert and MTP layer).
 * ``dense`` – Llama / Qwen2 / Qwen3 / Mistral dense decoders.
+* ``llama4`` – Llama-4 Scout/Maverick (MoE every ``interleave_moe_layer_step`` layers, a shared
+  expert, dense layers ``intermediate_size_mlp`` wide, a vision tower).
+* ``generic`` – any other decoder whose config.json has the standard fields (hidden size, layers,
+  heads, KV heads, head dim, intermediate sizes, expert counts, vocab): the projection is built
+  from them and marked ``approximate`` with what was assumed (``notes``).
 
-Anything else raises :class:`UnknownArchitecture`, naming the fields that are missing so the caller
-can fall back to header-only accounting.
+A ``vision_config`` adds an estimated vision tower + projector (``vision_params``) unless the
+family models its own. Quantisation comes from :mod:`.quantscheme`. Only a config without the
+standard fields raises :class:`UnknownArchitecture`, naming them.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
+
+from .quantscheme import QuantScheme, parse_quant
 
 __all__ = ["ModelSpec", "UnknownArchitecture", "spec_from_config", "load_known_config", "KNOWN_MODELS"]
 
@@ -142,7 +150,27 @@ class ModelSpec:
     # quantisation
     quant: str = "bf16"  # bf16 | fp8_block | mxfp4_ct | mxfp4 | nvfp4 | int4_ct
     quant_block: tuple[int, int] = (128, 128)
+    qscheme: QuantScheme = field(default_factory=QuantScheme)
     attn_bias: bool = False
+    # MLP shape: gated (gate/up/down) unless the family uses a plain 2-matrix MLP
+    gated_mlp: bool = True
+    # estimated vision tower + projector parameters (0: none, or modelled by the family)
+    vision_params: int = 0
+    vision_replicated: bool = False
+    #: hybrid decoders, one entry per layer: token mixer "attn" | "linear" (Gated DeltaNet) |
+    #: "mamba" (Mamba-2) | "none", and MLP "dense" | "moe" | "none" (empty: attention + the
+    #: family's MLP rule on every layer)
+    layer_mixers: tuple[str, ...] = ()
+    layer_mlps: tuple[str, ...] = ()
+    #: Gated DeltaNet: (key heads, key head dim, value heads, value head dim, conv kernel)
+    linear_dims: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
+    #: Mamba-2: (inner width, groups, state size, heads, conv kernel)
+    mamba_dims: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
+    attn_output_gate: bool = False   # Qwen3-Next/3.5: q_proj also emits the output gate
+    gated_experts: bool = True       # routed/shared experts with gate+up+down (False: up+down)
+    #: the projection rests on assumptions (generic fallback, estimated vision tower)
+    approximate: bool = False
+    notes: tuple[str, ...] = ()
     qk_norm: bool = False
     max_position: int = 0
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
@@ -158,37 +186,212 @@ class ModelSpec:
 
 
 def _quant(cfg: Mapping[str, Any]) -> tuple[str, tuple[int, int]]:
-    q = cfg.get("quantization_config") or {}
-    if not q:
-        return "bf16", (128, 128)
-    method = str(q.get("quant_method", "")).lower()
-    fmt = str(q.get("format", "")).lower()
-    if method == "compressed-tensors" and "float-quantized" in fmt:
-        groups = q.get("config_groups") or {}
-        strat = ""
-        for g in groups.values():
-            strat = str(((g or {}).get("weights") or {}).get("strategy", ""))
-        if strat in ("channel", "tensor"):
-            return "fp8_channel", (1, 1)
-        first: dict[str, Any] = dict(next(iter(groups.values()), None) or {})
-        blk = (first.get("weights") or {}).get("block_structure") or [128, 128]
-        return "fp8_block", (int(blk[0]), int(blk[1]))
-    if method == "fp8":
-        blk = q.get("weight_block_size") or [128, 128]
-        return "fp8_block", (int(blk[0]), int(blk[1]))
-    if method == "mxfp4":
-        return "mxfp4", (1, 32)
-    if method == "compressed-tensors" and "mxfp4" in fmt:
-        return "mxfp4_ct", (1, 32)
-    if method == "compressed-tensors" and "pack-quantized" in fmt:
-        return "int4_ct", (1, 32)
-    if method in ("modelopt", "modelopt_fp4") or "fp4" in str(q.get("quant_algo", "")).lower():
-        return "nvfp4", (1, 16)
-    return "bf16", (128, 128)
+    """(legacy quant name, block) of a config: see :func:`.quantscheme.parse_quant`."""
+    q = parse_quant(cfg)
+    return q.legacy, q.block if q.method == "fp8_block" else ((1, q.group) if q.quantised else (128, 128))
+
+
+_VISION_GATED_ACTS = ("silu", "swiglu", "swish")
+
+
+def vision_param_estimate(top: Mapping[str, Any], text_hidden: int) -> tuple[int, str]:
+    """Parameters of the vision tower + projector from ``vision_config`` (a ViT estimate:
+    per block q/k/v/o with biases, the MLP — gated for SiLU towers such as Qwen2.5-VL/Pixtral —
+    and norms; the patch embedding; learned position embeddings when ``image_size`` is given; the
+    projector by family: Qwen-VL patch merger (+ DeepStack mergers), Llama-4 adapter + projector,
+    Mistral-3 patch merger + 2-layer projector, else a 2-layer MLP)."""
+    v = top.get("vision_config")
+    if not isinstance(v, Mapping):
+        return 0, ""
+
+    def first(*keys: str, default: int = 0) -> int:
+        for k in keys:
+            x = v.get(k)
+            if isinstance(x, (int, float)) and x > 0:
+                return int(x)
+        return default
+
+    vh = first("hidden_size", "embed_dim", "width", "vt_hidden_size", "hidden_dim")
+    vl = first("num_hidden_layers", "depth", "layers", "vt_num_hidden_layers", "num_layers")
+    if not vh or not vl:
+        return 0, ""
+    ratio = v.get("mlp_ratio")
+    vi = first("intermediate_size", "mlp_dim", "vt_intermediate_size", "ffn_dim",
+               default=int(vh * float(ratio)) if isinstance(ratio, (int, float)) else 4 * vh)
+    act = str(v.get("hidden_act") or v.get("activation") or "").lower()
+    mt = str(top.get("model_type", "")).lower()
+    gated = act in _VISION_GATED_ACTS or mt in ("pixtral", "mistral3") and act != "gelu"
+    block = 4 * vh * vh + 4 * vh + (3 if gated else 2) * vh * vi + vi + vh + 4 * vh
+    patch = first("patch_size", default=14)
+    chans = first("num_channels", "in_channels", "in_chans", default=3)
+    temporal = first("temporal_patch_size", default=1)
+    n = vl * block + vh * chans * patch * patch * temporal + 2 * vh
+    image = first("image_size", default=0)
+    if image and mt not in ("qwen2_vl", "qwen2_5_vl"):
+        n += (image // patch) ** 2 * vh
+    out_h = first("out_hidden_size", "projector_output_dim", "output_dim", default=text_hidden)
+    merge = first("spatial_merge_size", default=2)
+    how = "2-layer projector"
+    if mt.startswith("qwen") and "vl" in mt:
+        m = vh * merge * merge
+        mergers = 1 + len(v.get("deepstack_visual_indexes") or [])
+        n += mergers * (m * m + m + m * out_h + out_h + 2 * m)
+        how = f"Qwen-VL patch merger x{mergers}"
+    elif mt == "llama4":
+        pin = first("projector_input_dim", default=4096)
+        pout = first("projector_output_dim", default=4096)
+        vout = first("vision_output_dim", default=pout)
+        shuffle = float(v.get("pixel_shuffle_ratio") or 0.5)
+        n += int(vh / (shuffle * shuffle)) * pin + pin * pout + vout * text_hidden
+        how = "Llama-4 adapter + projector"
+    elif mt in ("mistral3", "pixtral", "llava"):
+        n += vh * merge * merge * vh + vh * text_hidden + text_hidden * text_hidden
+        how = "patch merger + 2-layer projector"
+    else:
+        n += vh * text_hidden + text_hidden * text_hidden
+    return n, (f"vision tower estimated from vision_config: {vl} blocks × {vh} wide, "
+               f"{'gated ' if gated else ''}MLP {vi}, {how}")
+
+
+_GATED_NO = ("gpt2", "gpt_neox", "falcon", "starcoder2", "phi", "bloom", "opt", "gptj", "mpt",
+             "gpt_bigcode", "codegen", "olmo_nonstd")
+
+
+def _first(cfg: Mapping[str, Any], *keys: str) -> Any:
+    for k in keys:
+        v = cfg.get(k)
+        if v is not None:
+            return v
+    return None
+
+
+def _generic_spec(cfg: Mapping[str, Any], arch: str, mt: str, base: dict[str, Any]) -> ModelSpec:
+    """The generic fallback: a decoder from the config's standard fields (see the module doc)."""
+    names = {
+        "hidden": ("hidden_size", "d_model", "n_embd", "dim", "model_dim"),
+        "layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+        "heads": ("num_attention_heads", "n_head", "num_heads", "n_heads"),
+        "vocab": ("vocab_size", "padded_vocab_size", "n_vocab"),
+    }
+    got = {k: _first(cfg, *v) for k, v in names.items()}
+    blocks = cfg.get("layers_block_type")
+    if got["layers"] is None and isinstance(blocks, list) and blocks:
+        got["layers"] = len(blocks)
+    missing = [v[0] for k, v in names.items() if not isinstance(got[k], (int, float)) or got[k] <= 0]
+    inter = _first(cfg, "intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim", "mlp_dim")
+    n_exp = int(_first(cfg, "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts") or 0)
+    moe_inter = int(_first(cfg, "moe_intermediate_size", "expert_intermediate_size", "moe_ffn_hidden_size") or 0)
+    if n_exp and not moe_inter:
+        moe_inter = int(inter or 0)
+    if inter is None and not n_exp:
+        missing.append("intermediate_size")
+    if missing:
+        raise UnknownArchitecture(
+            f"architecture {arch!r} (model_type {mt!r}) is not in the table and config.json lacks "
+            f"{', '.join(missing)} for the generic projection", missing=missing)
+    H, L, nh = int(got["hidden"]), int(got["layers"]), int(got["heads"])
+    kvh = _first(cfg, "num_key_value_heads", "num_kv_heads", "multi_query_group_num", "n_head_kv")
+    if kvh is None and cfg.get("multi_query"):
+        kvh = 1
+    kvh = int(kvh or nh)
+    hd = int(_first(cfg, "head_dim", "kv_channels", "attention_head_dim") or H // nh)
+    notes = [f"generic projection for {arch} (model_type {mt!r}): built from config.json's standard "
+             "fields; names and small tensors are assumed (±3% typical)"]
+    act = str(cfg.get("hidden_act") or cfg.get("activation_function") or "").lower()
+    gated = mt not in _GATED_NO and not (act in ("gelu", "gelu_new", "relu") and mt.startswith(("gpt", "falcon", "starcoder")))
+    if not gated:
+        notes.append("plain 2-matrix MLP assumed (no gate projection)")
+    moe_layers: tuple[int, ...] = ()
+    first_dense = 0
+    if n_exp:
+        freq = _first(cfg, "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq")
+        step = int(freq) if isinstance(freq, (int, float)) and freq >= 1 else 1
+        first_dense = int(_first(cfg, "first_k_dense_replace", "first_k_dense") or 0)
+        only = set(cfg.get("mlp_only_layers") or [])
+        explicit = cfg.get("moe_layers") or cfg.get("moe_layer_indices")
+        if isinstance(freq, list) and len(freq) == L:  # per-layer 0/1 flags (MiniMax-M3, MiMo-V2)
+            moe_layers = tuple(i for i, f in enumerate(freq) if f)
+        elif isinstance(explicit, list) and explicit and all(isinstance(i, int) for i in explicit):
+            moe_layers = tuple(i for i in explicit if 0 <= i < L)
+        else:
+            moe_layers = tuple(i for i in range(first_dense, L) if i not in only and (i + 1) % step == 0)
+    shared = int(cfg.get("shared_expert_intermediate_size") or 0) or (
+        int(_first(cfg, "n_shared_experts", "num_shared_experts", "shared_expert_count") or 0) * moe_inter)
+    dense_inter = int(_first(cfg, "intermediate_size_mlp", "dense_intermediate_size") or inter or 0)
+    hybrid = _hybrid_layers(cfg, L, moe_layers, notes)
+    if hybrid.get("layer_mlps"):
+        moe_layers = tuple(i for i, m in enumerate(hybrid["layer_mlps"]) if m == "moe")
+    if "relu2" in str(cfg.get("mlp_hidden_act") or act):
+        gated = False
+        hybrid["gated_experts"] = False
+    latent = int(cfg.get("moe_latent_size") or 0)
+    if latent:
+        notes.append(f"latent MoE: routed experts work in a {latent}-wide latent (down/up projections per MoE layer)")
+    shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0) or shared
+    return ModelSpec(
+        family="generic", hidden=H, layers=L, vocab=int(got["vocab"]), heads=nh, kv_heads=kvh, head_dim=hd,
+        experts=n_exp, topk=int(_first(cfg, "num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token") or 0),
+        moe_intermediate=moe_inter, shared_intermediate=shared, intermediate=dense_inter, first_dense=first_dense,
+        moe_layers=moe_layers, mtp_layers=0, mla_layers=tuple(range(L)), latent=latent,
+        attn_bias=bool(_first(cfg, "attention_bias", "qkv_bias", "use_bias", "bias") or False),
+        qk_norm=bool(cfg.get("use_qk_norm") or cfg.get("qk_layernorm") or mt.startswith("qwen3")),
+        gated_mlp=gated, approximate=True, notes=tuple(notes), **hybrid, **base,
+    )
+
+
+def _hybrid_layers(cfg: Mapping[str, Any], L: int, moe_layers: tuple[int, ...], notes: list[str]) -> dict[str, Any]:
+    """Per-layer mixers and MLPs of hybrid decoders: ``layer_types`` with ``linear_attention``
+    (Qwen3-Next / Qwen3.5 Gated DeltaNet; every layer keeps its MLP) and Nemotron-H's
+    ``hybrid_override_pattern`` (``M`` Mamba-2, ``*`` attention, ``-`` MLP, ``E`` MoE: one block
+    per character)."""
+    out: dict[str, Any] = {}
+    pattern = cfg.get("hybrid_override_pattern")
+    types = [str(t).lower() for t in cfg.get("layer_types") or []]
+    blocks = cfg.get("layers_block_type")
+    if not pattern and isinstance(blocks, list) and len(blocks) == L:  # Nemotron-H v3 spelling
+        code = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+        if all(str(b).lower() in code for b in blocks):
+            pattern = "".join(code[str(b).lower()] for b in blocks)
+    if isinstance(pattern, str) and len(pattern) == L and set(pattern) <= set("M*-E"):
+        out["layer_mixers"] = tuple({"M": "mamba", "*": "attn"}.get(c, "none") for c in pattern)
+        out["layer_mlps"] = tuple({"-": "dense", "E": "moe"}.get(c, "none") for c in pattern)
+        notes.append(f"hybrid layers from hybrid_override_pattern: {pattern.count('M')} Mamba-2, "
+                     f"{pattern.count('*')} attention, {pattern.count('-')} MLP, {pattern.count('E')} MoE")
+    elif len(types) == L and any("linear" in t for t in types):
+        out["layer_mixers"] = tuple("linear" if "linear" in t else "attn" for t in types)
+        moe = set(moe_layers)
+        out["layer_mlps"] = tuple("moe" if i in moe else "dense" for i in range(L))
+        notes.append(f"hybrid layers from layer_types: {sum('linear' in t for t in types)} Gated DeltaNet, "
+                     f"{sum('linear' not in t for t in types)} full attention")
+    if out.get("layer_mixers") and "mamba" in out["layer_mixers"]:
+        heads = int(_first(cfg, "mamba_num_heads", "ssm_num_heads") or 0)
+        hdim = int(_first(cfg, "mamba_head_dim", "ssm_head_dim") or 0)
+        inner = heads * hdim or int(cfg.get("expand") or 2) * int(_first(cfg, "hidden_size") or 0)
+        out["mamba_dims"] = (inner, int(_first(cfg, "n_groups", "mamba_n_groups") or 1),
+                             int(_first(cfg, "ssm_state_size", "state_size", "mamba_d_state") or 128),
+                             heads or inner // 64, int(_first(cfg, "conv_kernel", "mamba_d_conv") or 4))
+    if out.get("layer_mixers") and "linear" in out["layer_mixers"]:
+        out["linear_dims"] = (int(cfg.get("linear_num_key_heads") or 16), int(cfg.get("linear_key_head_dim") or 128),
+                              int(cfg.get("linear_num_value_heads") or 32), int(cfg.get("linear_value_head_dim") or 128),
+                              int(cfg.get("linear_conv_kernel_dim") or 4))
+    if cfg.get("attn_output_gate") or (types and any("linear" in t for t in types) and cfg.get("attn_output_gate") is None):
+        out["attn_output_gate"] = True
+    return out
 
 
 def spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
-    """Build a :class:`ModelSpec` or raise :class:`UnknownArchitecture` naming missing fields."""
+    """Build a :class:`ModelSpec` or raise :class:`UnknownArchitecture` naming missing fields
+    (a field of an unexpected type is reported the same way, never as a traceback)."""
+    try:
+        return _spec_from_config(config)
+    except UnknownArchitecture:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        raise UnknownArchitecture(f"config.json has a field this projection cannot read ({type(exc).__name__}: "
+                                  f"{str(exc)[:160]})", missing=[]) from None
+
+
+def _spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
     if not isinstance(config, Mapping):
         raise UnknownArchitecture("config.json is not a JSON object")
     top = config
@@ -206,6 +409,7 @@ def spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
         cfg.setdefault("quantization_config", top.get("quantization_config"))
         mt = str(cfg.get("model_type", mt)).lower()
     quant, block = _quant(cfg)
+    qscheme = parse_quant(cfg)
 
     def need(*keys: str) -> None:
         missing = [k for k in keys if cfg.get(k) is None]
@@ -219,10 +423,34 @@ def spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
         tie_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         quant=quant,
         quant_block=block,
+        qscheme=qscheme,
         max_position=int(cfg.get("max_position_embeddings") or 0),
         raw=top,
     )
-    if cfg.get("kv_lora_rank") and ("deepseek" in mt or "kimi" in mt or "Deepseek" in arch):
+    spec = _text_spec(cfg, top, arch, mt, base)
+    vis, why = (0, "") if spec.family == "kimi_k3" else vision_param_estimate(top, spec.hidden)
+    notes = list(spec.notes) + list(qscheme.notes)
+    if vis:
+        notes.append(why)
+    if vis or notes != list(spec.notes):
+        spec.vision_params = vis
+        spec.notes = tuple(notes)
+        spec.approximate = spec.approximate or bool(vis)
+    return spec
+
+
+def _text_spec(cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, mt: str,
+               base: dict[str, Any]) -> ModelSpec:
+    """The language model's spec (family table, else the generic fallback)."""
+
+    def need(*keys: str) -> None:
+        missing = [k for k in keys if cfg.get(k) is None]
+        if missing:
+            raise UnknownArchitecture(
+                f"config.json ({arch}) lacks {', '.join(missing)}", missing=missing
+            )
+
+    if cfg.get("kv_lora_rank") and cfg.get("qk_nope_head_dim") is not None:
         need("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "kv_lora_rank",
              "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
         n_exp = int(cfg.get("n_routed_experts") or 0)
@@ -246,16 +474,10 @@ def spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
     known = (mt in ("gpt_oss", "mixtral", "qwen3_moe", "qwen2_moe", "glm4_moe") + dense_types
              or any(a in arch for a in ("GptOss", "Mixtral", "Qwen3Moe", "Qwen2Moe", "Glm4Moe", "Llama", "Qwen2For",
                                         "Qwen3For", "MistralFor")))
+    if mt == "llama4_text" or mt == "llama4" or "Llama4" in arch:
+        return _llama4(cfg, base)
     if not known:
-        generic = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size",
-                   "intermediate_size")
-        missing = [k for k in generic if cfg.get(k) is None]
-        raise UnknownArchitecture(
-            f"architecture {arch!r} (model_type {mt!r}) is not modelled (known: Kimi-K3, DeepSeek-V2/V3/R1, Kimi-K2, "
-            "Qwen3/Qwen2(-MoE), Llama, Mistral, Mixtral, gpt-oss, GLM-4.5)"
-            + (f"; config.json also lacks {', '.join(missing)}" if missing else ""),
-            missing=["architectures (a supported value)"] + missing,
-        )
+        return _generic_spec(cfg, arch, mt, base)
     need("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
     H, L, nh = int(cfg["hidden_size"]), int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"])
     kvh = int(cfg.get("num_key_value_heads") or nh)
@@ -298,10 +520,29 @@ def spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
         need("intermediate_size")
         return ModelSpec(family="dense", intermediate=int(cfg["intermediate_size"]),
                          qk_norm=mt == "qwen3", attn_bias=mt == "qwen2", **common)
-    raise UnknownArchitecture(
-        f"architecture {arch!r} (model_type {mt!r}) is not modelled; known: Kimi-K3, DeepSeek-V2/V3/R1, "
-        "Kimi-K2, Qwen3/Qwen2(-MoE), Llama, Mistral, Mixtral, gpt-oss, GLM-4.5",
-        missing=["architectures (a supported value)"],
+    return _generic_spec(cfg, arch, mt, base)
+
+
+def _llama4(cfg: Mapping[str, Any], base: dict[str, Any]) -> ModelSpec:
+    """Llama-4: MoE every ``interleave_moe_layer_step`` layers (one routed expert + a shared
+    expert, both ``intermediate_size`` wide), dense layers ``intermediate_size_mlp`` wide
+    (transformers/models/llama4, vLLM model_executor/models/llama4.py)."""
+    for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "num_local_experts",
+              "intermediate_size"):
+        if cfg.get(k) is None:
+            raise UnknownArchitecture(f"Llama-4 config.json text_config lacks {k}", missing=[k])
+    H, L, nh = int(cfg["hidden_size"]), int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"])
+    step = int(cfg.get("interleave_moe_layer_step") or 1)
+    explicit = cfg.get("moe_layers")
+    moe_layers = (tuple(int(i) for i in explicit) if isinstance(explicit, list) and explicit
+                  else tuple(range(step - 1, L, step)))
+    I = int(cfg["intermediate_size"])
+    return ModelSpec(
+        family="llama4", hidden=H, layers=L, vocab=int(cfg["vocab_size"]), heads=nh,
+        kv_heads=int(cfg.get("num_key_value_heads") or nh), head_dim=int(cfg.get("head_dim") or H // nh),
+        experts=int(cfg["num_local_experts"]), topk=int(cfg.get("num_experts_per_tok") or 1),
+        moe_intermediate=I, shared_intermediate=I, intermediate=int(cfg.get("intermediate_size_mlp") or I),
+        moe_layers=moe_layers, mla_layers=tuple(range(L)), **base,
     )
 
 

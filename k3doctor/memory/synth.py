@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Iterator
 
+from .quantscheme import QuantScheme, linear_tensors
 from .spec import ModelSpec
 
 __all__ = ["Tensor", "DTYPE_BYTES", "synthesise", "tensor_nbytes"]
@@ -65,6 +66,11 @@ def _lin(prefix: str, out: int, inp: int, q: str, block: tuple[int, int] = (128,
     if bias:
         ts.append(_t(f"{prefix}.bias", "BF16", (out,), shard))
     return ts
+
+
+def _qlin(prefix: str, out: int, inp: int, scheme: QuantScheme, kind: str, bias: bool = False) -> list[Tensor]:
+    """One Linear under the config's quantisation scheme (ignore lists applied; see quantscheme)."""
+    return [_t(n, d, shape) for n, d, shape in linear_tensors(prefix, out, inp, scheme, kind, bias)]
 
 
 def synthesise(spec: ModelSpec, *, experts_limit: int | None = None) -> list[Tensor]:
@@ -174,13 +180,7 @@ def _kimi_k3(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
 # ---------------------------------------------------------------------------------------------
 def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
     H = s.hidden
-    q = s.quant
-    blk = s.quant_block
-    # which parts are quantised
-    q_attn = q if q in ("fp8_block", "fp8_channel") else "bf16"
-    q_dense = q if q in ("fp8_block", "nvfp4", "fp8_channel") else "bf16"
-    q_shared = q if q in ("fp8_block", "nvfp4") else "bf16"
-    q_exp = q if q in ("fp8_block", "nvfp4", "int4_ct", "mxfp4_ct") else "bf16"
+    qs = s.qscheme
     total_layers = s.layers + s.mtp_layers
     moe_set = set(s.moe_layers) | set(range(s.layers, total_layers)) if s.is_moe else set()
     for i in range(total_layers):
@@ -188,24 +188,31 @@ def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
         yield _t(p + "input_layernorm.weight", "BF16", (H,))
         yield _t(p + "post_attention_layernorm.weight", "BF16", (H,))
         a = p + "self_attn."
-        if s.mla:
+        mixer = s.layer_mixers[i] if i < len(s.layer_mixers) else "attn"
+        if mixer == "mamba":
+            yield from _mamba2(p + "mixer.", s, qs)
+        elif mixer == "linear":
+            yield from _gated_deltanet(p + "linear_attn.", s, qs)
+        elif mixer == "none":
+            pass
+        elif s.mla:
             nq = s.heads * (s.qk_nope + s.qk_rope)
             if s.q_lora_rank:
-                yield from _lin(a + "q_a_proj", s.q_lora_rank, H, q_attn, blk)
+                yield from _qlin(a + "q_a_proj", s.q_lora_rank, H, qs, "attn")
                 yield _t(a + "q_a_layernorm.weight", "BF16", (s.q_lora_rank,))
-                yield from _lin(a + "q_b_proj", nq, s.q_lora_rank, q_attn, blk)
+                yield from _qlin(a + "q_b_proj", nq, s.q_lora_rank, qs, "attn")
             else:
-                yield from _lin(a + "q_proj", nq, H, q_attn, blk)
-            yield from _lin(a + "kv_a_proj_with_mqa", s.kv_lora_rank + s.qk_rope, H, q_attn, blk)
+                yield from _qlin(a + "q_proj", nq, H, qs, "attn")
+            yield from _qlin(a + "kv_a_proj_with_mqa", s.kv_lora_rank + s.qk_rope, H, qs, "attn")
             yield _t(a + "kv_a_layernorm.weight", "BF16", (s.kv_lora_rank,))
-            yield from _lin(a + "kv_b_proj", s.heads * (s.qk_nope + s.v_head), s.kv_lora_rank, q_attn, blk)
-            yield from _lin(a + "o_proj", H, s.heads * s.v_head, q_attn, blk)
+            yield from _qlin(a + "kv_b_proj", s.heads * (s.qk_nope + s.v_head), s.kv_lora_rank, qs, "attn")
+            yield from _qlin(a + "o_proj", H, s.heads * s.v_head, qs, "attn")
         else:
             hd = s.head_dim
-            yield from _lin(a + "q_proj", s.heads * hd, H, q_attn, blk, bias=s.attn_bias)
-            yield from _lin(a + "k_proj", s.kv_heads * hd, H, q_attn, blk, bias=s.attn_bias)
-            yield from _lin(a + "v_proj", s.kv_heads * hd, H, q_attn, blk, bias=s.attn_bias)
-            yield from _lin(a + "o_proj", H, s.heads * hd, q_attn, blk, bias=s.family == "gpt_oss")
+            yield from _qlin(a + "q_proj", s.heads * hd * (2 if s.attn_output_gate else 1), H, qs, "attn", bias=s.attn_bias)
+            yield from _qlin(a + "k_proj", s.kv_heads * hd, H, qs, "attn", bias=s.attn_bias)
+            yield from _qlin(a + "v_proj", s.kv_heads * hd, H, qs, "attn", bias=s.attn_bias)
+            yield from _qlin(a + "o_proj", H, s.heads * hd, qs, "attn", bias=s.family == "gpt_oss")
             if s.qk_norm:
                 yield _t(a + "q_norm.weight", "BF16", (hd,))
                 yield _t(a + "k_norm.weight", "BF16", (hd,))
@@ -218,11 +225,15 @@ def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
             yield _t(p + "shared_head.norm.weight", "BF16", (H,))
             yield _t(p + "shared_head.head.weight", "BF16", (s.vocab, H))
             yield _t(p + "embed_tokens.weight", "BF16", (s.vocab, H))
+        mlp = s.layer_mlps[i] if i < len(s.layer_mlps) else ""
+        if mlp == "none":
+            continue
         if i not in moe_set:
             m = p + "mlp."
-            yield from _lin(m + "gate_proj", s.intermediate, H, q_dense, blk)
-            yield from _lin(m + "up_proj", s.intermediate, H, q_dense, blk)
-            yield from _lin(m + "down_proj", H, s.intermediate, q_dense, blk)
+            if s.gated_mlp:
+                yield from _qlin(m + "gate_proj", s.intermediate, H, qs, "dense")
+            yield from _qlin(m + "up_proj", s.intermediate, H, qs, "dense")
+            yield from _qlin(m + "down_proj", H, s.intermediate, qs, "dense")
             continue
         I, E = s.moe_intermediate, s.experts
         if s.family == "gpt_oss":
@@ -241,9 +252,9 @@ def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
             yield _t(m + "gate.weight", "BF16", (E, H))
             for e in range(n_exp):
                 x = f"{m}experts.{e}."
-                yield from _lin(x + "w1", I, H, q_exp, blk)
-                yield from _lin(x + "w2", H, I, q_exp, blk)
-                yield from _lin(x + "w3", I, H, q_exp, blk)
+                yield from _qlin(x + "w1", I, H, qs, "expert")
+                yield from _qlin(x + "w2", H, I, qs, "expert")
+                yield from _qlin(x + "w3", I, H, qs, "expert")
             continue
         m = p + "mlp."
         yield _t(m + "gate.weight", "BF16", (E, H))
@@ -252,17 +263,56 @@ def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
         if s.shared_intermediate:
             sname = "shared_expert" if s.family == "qwen_moe" else "shared_experts"
             S = s.shared_intermediate
-            yield from _lin(f"{m}{sname}.gate_proj", S, H, q_shared, blk)
-            yield from _lin(f"{m}{sname}.up_proj", S, H, q_shared, blk)
-            yield from _lin(f"{m}{sname}.down_proj", H, S, q_shared, blk)
-            if s.family == "qwen_moe":
+            if s.gated_experts:
+                yield from _qlin(f"{m}{sname}.gate_proj", S, H, qs, "shared")
+            yield from _qlin(f"{m}{sname}.up_proj", S, H, qs, "shared")
+            yield from _qlin(f"{m}{sname}.down_proj", H, S, qs, "shared")
+            if s.family in ("qwen_moe", "generic") and s.raw.get("shared_expert_intermediate_size"):
                 yield _t(m + "shared_expert_gate.weight", "BF16", (1, H))
+        Hx = H
+        if s.latent and s.family == "generic":  # latent MoE (Nemotron-3 Super/Ultra)
+            Hx = s.latent
+            yield from _qlin(m + "fc1_latent_proj", s.latent, H, qs, "router")
+            yield from _qlin(m + "fc2_latent_proj", H, s.latent, qs, "router")
         for e in range(n_exp):
             x = f"{m}experts.{e}."
-            yield from _lin(x + "gate_proj", I, H, q_exp, blk)
-            yield from _lin(x + "up_proj", I, H, q_exp, blk)
-            yield from _lin(x + "down_proj", H, I, q_exp, blk)
+            if s.gated_experts:
+                yield from _qlin(x + "gate_proj", I, Hx, qs, "expert")
+            yield from _qlin(x + "up_proj", I, Hx, qs, "expert")
+            yield from _qlin(x + "down_proj", Hx, I, qs, "expert")
+    if s.vision_params:
+        # estimated from vision_config (spec.vision_param_estimate): one group, placed as vision
+        yield _t("vision_tower.estimated.weight", "BF16", (s.vision_params,))
     yield _t("model.embed_tokens.weight", "BF16", (s.vocab, H))
     yield _t("model.norm.weight", "BF16", (H,))
     if not s.tie_embeddings:
         yield _t("lm_head.weight", "BF16", (s.vocab, H))
+
+
+def _mamba2(p: str, s: ModelSpec, qs: QuantScheme) -> Iterator[Tensor]:
+    """A Mamba-2 mixer (Nemotron-H, Jamba-style hybrids): in_proj to z, x, B, C and dt; the
+    depthwise conv over x, B, C; per-head A, D, dt bias; a gated norm; out_proj."""
+    H = s.hidden
+    inner, groups, state, heads, kernel = s.mamba_dims
+    conv = inner + 2 * groups * state
+    yield from _qlin(p + "in_proj", 2 * inner + 2 * groups * state + heads, H, qs, "attn")
+    yield _t(p + "conv1d.weight", "BF16", (conv, 1, kernel))
+    yield _t(p + "conv1d.bias", "BF16", (conv,))
+    for n in ("A_log", "D", "dt_bias"):
+        yield _t(p + n, "F32", (heads,))
+    yield _t(p + "norm.weight", "BF16", (inner,))
+    yield from _qlin(p + "out_proj", H, inner, qs, "attn")
+
+
+def _gated_deltanet(p: str, s: ModelSpec, qs: QuantScheme) -> Iterator[Tensor]:
+    """A Gated DeltaNet linear-attention mixer (Qwen3-Next, Qwen3.5): q/k/v/z and b/a
+    projections, the short conv over q, k, v, per-head decay parameters, a gated norm, out_proj."""
+    H = s.hidden
+    nk, dk, nv, dv, kernel = s.linear_dims
+    yield from _qlin(p + "in_proj_qkvz", 2 * nk * dk + 2 * nv * dv, H, qs, "attn")
+    yield from _qlin(p + "in_proj_ba", 2 * nv, H, qs, "attn")
+    yield _t(p + "conv1d.weight", "BF16", (2 * nk * dk + nv * dv, 1, kernel))
+    yield _t(p + "A_log", "F32", (nv,))
+    yield _t(p + "dt_bias", "BF16", (nv,))
+    yield _t(p + "norm.weight", "BF16", (dv,))
+    yield from _qlin(p + "out_proj", H, nv * dv, qs, "attn")

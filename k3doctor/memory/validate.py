@@ -25,6 +25,9 @@ RECEIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "receipts"
 __all__ = ["load_receipts", "evaluate", "summary", "main"]
 
 
+ROOT = RECEIPTS.parents[1]
+
+
 def load_receipts(folder: Path = RECEIPTS) -> list[dict[str, Any]]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))]
 
@@ -34,25 +37,70 @@ def _argv(launch: str) -> list[str]:
     return shlex.split(text)
 
 
+def _config(rec: dict[str, Any]) -> dict[str, Any] | None:
+    """The receipt's config: a path under the repository (receipt configs), else a known id."""
+    ref = rec.get("config") or rec["model"]
+    from .quantscheme import merge_hf_quant_config
+
+    p = ROOT / ref
+    if p.is_file():
+        cfg = json.loads(p.read_text(encoding="utf-8"))
+        hq = p.with_name(p.stem + ".hf_quant_config.json")
+        if hq.is_file():
+            cfg = merge_hf_quant_config(cfg, json.loads(hq.read_text(encoding="utf-8")))
+        return cfg
+    return None
+
+
+def _gpu(name: str | None) -> Any:
+    try:
+        return resolve_gpu(name or "h100")
+    except KeyError:
+        return resolve_gpu("h100")  # weights do not depend on the GPU; only the KV figure would
+
+
 def evaluate(rec: dict[str, Any]) -> dict[str, Any]:
+    """Projected vs measured for one receipt; ``error_pct`` None (+ ``unanswered``) when the
+    projection refused."""
     from k3doctor.launch import parse_launch
 
+    from .quantscheme import with_launch_quantization
+
+    out: dict[str, Any] = {"id": rec["id"], "engine": rec["engine"], "model": rec["model"], "gpu": rec.get("gpu"),
+                           "groups": list(rec.get("groups") or []), "measured_gib": float(rec["measured"]["weights_gib"])}
     argv = _argv(rec["launch"])
     if argv and argv[0] == "xinference":  # xinference drives SGLang with one GPU
         launch = {"engine": "sglang", "tp": 1, "model": rec["model"]}
     else:
         launch = parse_launch(argv).to_dict()
     launch["engine"] = rec["engine"]
-    inv = load_inventory(rec.get("config") or rec["model"])
-    par = parallel_from_launch(launch)
-    par.gpus_per_node = None
-    plan = compute_plan(inv, par, resolve_gpu(rec["gpu"]), model_name=rec["model"])
-    proj = plan.max_rank_weights_bytes / GiB
-    meas = float(rec["measured"]["weights_gib"])
-    out = {"id": rec["id"], "engine": rec["engine"], "model": rec["model"], "plan": f"TP{par.tp}"
-           + (f" EP{par.moe_ep}" if par.moe_ep > 1 else "") + (f" PP{par.pp}" if par.pp > 1 else ""),
-           "gpu": rec["gpu"], "projected_gib": round(proj, 3), "measured_gib": meas,
-           "error_pct": round(100 * (proj - meas) / meas, 2)}
+    try:
+        cfg = _config(rec)
+        if cfg is not None:
+            cfg = with_launch_quantization(cfg, launch.get("quantization"))
+            inv = load_inventory(None, config=cfg)
+        else:
+            inv = load_inventory(rec.get("config") or rec["model"])
+            if launch.get("quantization") and inv.config is not None:
+                cfg = with_launch_quantization(dict(inv.config), launch.get("quantization"))
+                if cfg is not inv.config:
+                    inv = load_inventory(None, config=cfg)
+        par = parallel_from_launch(launch)
+        par.gpus_per_node = None
+        plan = compute_plan(inv, par, _gpu(rec.get("gpu")), model_name=rec["model"])
+    except Exception as exc:  # noqa: BLE001 - a refusal is a result here ("unanswered")
+        out.update(plan="?", projected_gib=None, error_pct=None, unanswered=f"{type(exc).__name__}: {exc}")
+        return out
+    stage = rec["measured"].get("stage")
+    if isinstance(stage, int) and 0 <= stage < len(plan.stages):
+        proj = plan.stages[stage].weights_bytes / GiB  # the stage whose rank printed the line
+    else:
+        proj = plan.max_rank_weights_bytes / GiB
+    meas = out["measured_gib"]
+    out.update(plan=f"TP{par.tp}" + (f" EP{par.moe_ep}" if par.moe_ep > 1 else "") + (f" PP{par.pp}" if par.pp > 1 else "")
+               + (f" DP{par.dp}" if par.dp > 1 else ""),
+               projected_gib=round(proj, 3), error_pct=round(100 * (proj - meas) / meas, 2),
+               approximate=bool(inv.spec is not None and inv.spec.approximate), family=inv.spec.family if inv.spec else None)
     kv = rec["measured"].get("available_kv_gib")
     if kv is not None and rec["engine"] == "vllm":
         pk = plan.kv_avail_bytes / GiB  # signed, like the engine's "Available KV cache memory"
@@ -61,22 +109,49 @@ def evaluate(rec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def summary(rows: list[dict[str, Any]]) -> dict[str, float]:
-    errs = [abs(r["error_pct"]) for r in rows]
-    return {"n": len(rows), "median_abs_error_pct": round(statistics.median(errs), 2),
-            "max_abs_error_pct": round(max(errs), 2), "mean_abs_error_pct": round(statistics.fmean(errs), 2)}
+def _group_of(tag: str) -> str:
+    return tag.split(":", 1)[0]
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Overall and per group (quantized, pp, eplb, multimodal, fallback-arch, large-moe, ...):
+    n, unanswered, median / max / mean absolute error."""
+    def stats(rs: list[dict[str, Any]]) -> dict[str, Any]:
+        errs = [abs(r["error_pct"]) for r in rs if r.get("error_pct") is not None]
+        d: dict[str, Any] = {"n": len(rs), "unanswered": sum(1 for r in rs if r.get("error_pct") is None)}
+        if errs:
+            d.update(median_abs_error_pct=round(statistics.median(errs), 2), max_abs_error_pct=round(max(errs), 2),
+                     mean_abs_error_pct=round(statistics.fmean(errs), 2))
+        return d
+
+    out = stats(rows)
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        for g in sorted({_group_of(t) for t in r.get("groups") or []} or {"untagged"}):
+            groups.setdefault(g, []).append(r)
+    out["groups"] = {g: stats(rs) for g, rs in sorted(groups.items())}
+    out["quantized_formats"] = sorted({t.split(":", 1)[1] for r in rows for t in r.get("groups") or []
+                                       if t.startswith("quantized:")})
+    return out
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["| receipt | engine | model | plan | GPU | measured GiB | projected GiB | error |",
-             "|---|---|---|---|---|---:|---:|---:|"]
+    lines = ["| receipt | engine | model | plan | GPU | groups | measured GiB | projected GiB | error |",
+             "|---|---|---|---|---|---|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['id']} | {r['engine']} | {r['model']} | {r['plan']} | {r['gpu']} | {r['measured_gib']:.2f} "
-                     f"| {r['projected_gib']:.2f} | {r['error_pct']:+.2f}% |")
+        proj = f"{r['projected_gib']:.2f}" if r.get("projected_gib") is not None else "refused"
+        err = f"{r['error_pct']:+.2f}%" if r.get("error_pct") is not None else "unanswered"
+        lines.append(f"| {r['id']} | {r['engine']} | {r['model']} | {r['plan']} | {r['gpu']} | {', '.join(r.get('groups') or [])} "
+                     f"| {r['measured_gib']:.2f} | {proj} | {err} |")
     s = summary(rows)
     lines.append("")
-    lines.append(f"n = {s['n']}; median |error| {s['median_abs_error_pct']}%, max |error| {s['max_abs_error_pct']}%, "
-                 f"mean |error| {s['mean_abs_error_pct']}%")
+    lines.append(f"n = {s['n']}; unanswered {s['unanswered']}; median |error| {s.get('median_abs_error_pct')}%, "
+                 f"max |error| {s.get('max_abs_error_pct')}%, mean |error| {s.get('mean_abs_error_pct')}%")
+    lines += ["", "| group | n | unanswered | median abs error | max abs error |", "|---|---:|---:|---:|---:|"]
+    for g, d in s["groups"].items():
+        lines.append(f"| {g} | {d['n']} | {d['unanswered']} | {d.get('median_abs_error_pct', '-')}% | {d.get('max_abs_error_pct', '-')}% |")
+    lines.append("")
+    lines.append(f"quantized formats: {', '.join(s['quantized_formats'])}")
     kv = [r for r in rows if "kv_projected_gib" in r]
     if kv:
         lines += ["", "| receipt | measured available KV GiB | projected KV GiB |", "|---|---:|---:|"]
