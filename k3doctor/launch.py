@@ -376,6 +376,8 @@ def parse_launch(
     words = _split(argv)
     assignments: dict[str, str] = {}
     words = _take_assignments(words, assignments)
+    words = _unwrap_docker(words, assignments)
+    words = _unwrap_offline_llm(words)
     if words and words[0] == "env":  # `env A=1 B=2 cmd …`
         words = ["env", *_take_assignments(words[1:], assignments)]
     if not words or words == ["env"]:
@@ -473,6 +475,70 @@ def parse_launch(
     if spec.node_rank >= spec.nnodes and spec.nnodes >= 1 and "node_rank" in seen:
         spec.errors.append(f"--node-rank {spec.node_rank} with --nnodes {spec.nnodes}: node rank must be < nnodes")
     return spec
+
+
+#: ``docker run`` options that take a value (the next word unless written ``--opt=value``)
+_DOCKER_VALUE_OPTS = {
+    "-p", "--publish", "-v", "--volume", "-e", "--env", "--env-file", "--name", "--gpus", "--ipc", "--shm-size",
+    "--network", "--net", "--entrypoint", "-w", "--workdir", "--ulimit", "--runtime", "--device", "--mount",
+    "--label", "-l", "-u", "--user", "--cpus", "--memory", "-m", "--hostname", "-h", "--add-host", "--pid",
+    "--cap-add", "--security-opt", "--group-add", "--restart", "--log-driver", "--log-opt", "--platform",
+    "--pull", "--cpuset-cpus", "--memory-swap", "--tmpfs", "--privileged-mode",
+}
+#: images whose entrypoint is the engine's server (arguments follow the image)
+_ENGINE_IMAGES = (("vllm-openai", ["vllm", "serve"]), ("vllm/vllm", ["vllm", "serve"]))
+
+
+def _unwrap_docker(words: list[str], env: dict[str, str]) -> list[str]:
+    """``docker run [opts] IMAGE [cmd …]`` → the engine command inside (``-e K=V`` go to the
+    launch env); the vLLM OpenAI image runs ``vllm serve`` on the arguments after the image."""
+    if len(words) < 2 or os.path.basename(words[0]) not in ("docker", "podman") or words[1] != "run":
+        return words
+    i = 2
+    while i < len(words) and words[i].startswith("-"):
+        opt, eq, val = words[i].partition("=")
+        if opt in ("-e", "--env"):
+            kv = val if eq else (words[i + 1] if i + 1 < len(words) else "")
+            k, e2, v = kv.partition("=")
+            if e2 and k:
+                env[k] = v
+        i += 1 if eq or opt not in _DOCKER_VALUE_OPTS else 2
+    if i >= len(words):
+        return words
+    image, rest = words[i], words[i + 1:]
+    rest = _take_assignments(rest, env)
+    if rest and (os.path.basename(rest[0]) in ("sglang", "vllm") or re.match(r"^python(\d+(\.\d+)?)?$", os.path.basename(rest[0]))
+                 or rest[0] in ("env", "exec")):
+        return rest
+    for key, entry in _ENGINE_IMAGES:
+        if key in image:
+            return entry + rest
+    return words
+
+
+_LLM_KWARG = re.compile(r"\b(\w{1,60})\s{0,3}=\s{0,3}('[^']{0,500}'|\"[^\"]{0,500}\"|[\w.+-]{1,100})")
+
+
+def _unwrap_offline_llm(words: list[str]) -> list[str]:
+    """``python -c "from vllm import LLM; LLM(model='m', tensor_parallel_size=2, …)"`` → the
+    equivalent ``vllm serve m --tensor-parallel-size 2 …`` (keyword arguments become flags)."""
+    if len(words) < 3 or not re.match(r"^python(\d+(\.\d+)?)?$", os.path.basename(words[0])) or words[1] != "-c":
+        return words
+    code = words[2]
+    m = re.search(r"\bLLM\s{0,3}\((.{0,4000})\)", code, re.S)
+    if not m or "vllm" not in code:
+        return words
+    out = ["vllm", "serve"]
+    for key, raw in _LLM_KWARG.findall(m.group(1)):
+        val = raw.strip("'\"")
+        if key == "model":
+            out.insert(2, val)
+        elif val in ("True", "False"):
+            if val == "True":
+                out.append("--" + key.replace("_", "-"))
+        else:
+            out += ["--" + key.replace("_", "-"), val]
+    return out
 
 
 def _take_assignments(words: list[str], into: dict[str, str]) -> list[str]:

@@ -288,3 +288,22 @@ def test_every_receipt_config_projects(path):
     cfg = json.loads(Path(path).read_text())
     inv = load_inventory(None, config=cfg)
     assert inv.total_bytes > 0 and inv.spec is not None
+
+
+@pytest.mark.parametrize("cmd, engine, tp, pp, model", [
+    ("docker run -d --gpus all --ipc=host -p 8000:8000 -e VLLM_PP_LAYER_PARTITION=10,22 vllm/vllm-openai:latest "
+     "--model Qwen/Qwen3-32B --tensor-parallel-size 2", "vllm", 2, 1, "Qwen/Qwen3-32B"),
+    ("docker run --gpus all lmsysorg/sglang:latest python3 -m sglang.launch_server --model-path m --tp 2", "sglang", 2, 1, "m"),
+    ("docker run --name x --gpus '\"device=1,4\"' vllm/vllm-openai:v0.9.0 Qwen/Qwen3-32B --pipeline-parallel-size 2",
+     "vllm", 1, 2, "Qwen/Qwen3-32B"),
+    ("python -c \"from vllm import LLM; LLM(model='m', tensor_parallel_size=2, trust_remote_code=True)\"", "vllm", 2, 1, "m"),
+])
+def test_launches_as_users_paste_them(cmd, engine, tp, pp, model):
+    d = parse_launch(shlex.split(cmd)).to_dict()
+    assert (d["engine"], d["tp"], d["pp"], d["model"]) == (engine, tp, pp, model)
+
+
+def test_docker_env_reaches_the_launch_env():
+    d = parse_launch(shlex.split("docker run -e VLLM_PP_LAYER_PARTITION=10,22 --gpus all vllm/vllm-openai "
+                                 "m -pp 2")).to_dict()
+    assert d["env"]["VLLM_PP_LAYER_PARTITION"] == "10,22"

@@ -211,7 +211,8 @@ def vision_param_estimate(top: Mapping[str, Any], text_hidden: int) -> tuple[int
                 return int(x)
         return default
 
-    vh = first("hidden_size", "embed_dim", "width", "vt_hidden_size", "hidden_dim")
+    # Qwen2-VL names the ViT width embed_dim and the merger output hidden_size
+    vh = first("embed_dim", "hidden_size", "width", "vt_hidden_size", "hidden_dim")
     vl = first("num_hidden_layers", "depth", "layers", "vt_num_hidden_layers", "num_layers")
     if not vh or not vl:
         return 0, ""
@@ -227,9 +228,13 @@ def vision_param_estimate(top: Mapping[str, Any], text_hidden: int) -> tuple[int
     temporal = first("temporal_patch_size", default=1)
     n = vl * block + vh * chans * patch * patch * temporal + 2 * vh
     image = first("image_size", default=0)
-    if image and mt not in ("qwen2_vl", "qwen2_5_vl"):
+    positions = first("num_position_embeddings", default=0)
+    if positions:  # Qwen3-VL / 3.5 learned position table
+        n += positions * vh
+    elif image and mt not in ("qwen2_vl", "qwen2_5_vl"):
         n += (image // patch) ** 2 * vh
-    out_h = first("out_hidden_size", "projector_output_dim", "output_dim", default=text_hidden)
+    out_h = first("out_hidden_size", "projector_output_dim", "output_dim",
+                  default=first("hidden_size") if v.get("embed_dim") else text_hidden)
     merge = first("spatial_merge_size", default=2)
     how = "2-layer projector"
     if mt.startswith("qwen") and "vl" in mt:
@@ -418,9 +423,12 @@ def _spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
                 f"config.json ({arch}) lacks {', '.join(missing)}", missing=missing
             )
 
+    tie = cfg.get("tie_word_embeddings", top.get("tie_word_embeddings"))
+    if tie is None:  # absent: the config class's default (Gemma ties, the table's families do not)
+        tie = mt.startswith("gemma")
     base: dict[str, Any] = dict(
         arch=arch,
-        tie_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        tie_embeddings=bool(tie),
         quant=quant,
         quant_block=block,
         qscheme=qscheme,
