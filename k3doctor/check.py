@@ -1,18 +1,24 @@
 """The base class every check (built-in or plugin) derives from.
 
-A check is a small class::
+A check is a small class whose ``run`` signature names the facts it reads::
 
-    class GPU001(Check):
-        '''NVIDIA driver reachable through NVML
+    class OS003(Check):
+        '''Open-file limit is high enough
 
-        Long-form Markdown documentation, shown by ``k3doctor explain GPU001``:
+        Long-form Markdown documentation, shown by ``k3doctor explain OS003``:
         what it checks, why it matters at launch, how to fix.
         '''
-        facts = ("gpu",)
-        def run(self, facts):
-            gpu = facts.get("gpu")
-            if not gpu["ok"]:
-                yield self.finding("NVML could not be initialised: ...", fix="...")
+        def run(self, limits: Mapping[str, Any], launch: Mapping[str, Any] | None = None):
+            if limits["nofile"]["soft"] < 65536:
+                yield self.finding("ulimit -n is ...", fix="ulimit -n 1048576")
+
+The runner injects each parameter by name from the facts (``gpu``, ``launch``, ``limits``, ``net``,
+``mounts``, ``paths``, ``env``, ``host``, ``packages``, ``model``, ``cluster``, ``rendezvous``);
+``options`` receives the command-line options, ``facts`` the whole fact set (for the derived
+helpers that read several facts). A parameter without a default is required: when its fact is
+missing the check is skipped with the reason, before ``run`` is called. A parameter with a default
+receives the default when the fact is missing. The older form ``run(self, facts)`` (one parameter
+named ``facts``) still works and reads facts itself.
 
 The first docstring line is the title; the rest is the long doc. ``run`` is a pure function of
 facts: it never touches the machine and never prints. It yields :class:`Finding` objects (no
@@ -27,32 +33,23 @@ from typing import Any, ClassVar, Iterable, Mapping, Protocol
 
 from .model import EvidenceValue, Finding, Severity, Skip
 
-__all__ = ["Check", "CODE_RE", "FAMILIES"]
+__all__ = ["Check", "CODE_RE", "SPECIAL_PARAMS", "module_checks"]
+
+#: ``run`` parameters that are not facts: the command-line options and the fact set itself
+SPECIAL_PARAMS = ("facts", "options")
 
 CODE_RE = re.compile(r"^[A-Z]{2,4}\d{3}$")
-
-#: Built-in families: prefix -> one-line description (shown by ``k3doctor list``).
-FAMILIES: dict[str, str] = {
-    "GPU": "GPU health and capacity through NVML",
-    "ARCH": "launch flags, backends and env vars vs the GPU architecture; parallel-plan arithmetic",
-    "NET": "network interfaces for NCCL/Gloo and the rendezvous",
-    "FS": "filesystems of JIT caches, model and cache directories",
-    "OS": "operating-system limits (shm, memlock, open files, host RAM)",
-    "CKPT": "safetensors checkpoint integrity",
-    "MEM": "per-rank memory projection",
-    "CLU": "cross-node consistency (multi-node)",
-    "INT": "k3doctor itself (crashed probes/checks, plugin failures, bad input)",
-    "CMD": "the launch command itself (values that do not parse, unknown flags)",
-}
-
 
 class Check:
     """Base class for all checks. Subclasses set ``facts``, ``requires`` and implement ``run``."""
 
     #: Stable code, e.g. ``GPU001``. Defaults to the class name.
     code: ClassVar[str] = ""
-    #: Fact names this check reads (``facts.get(name)``); missing facts make the check skip.
+    #: Fact names this check reads. Derived from ``run``'s signature for signature-style checks
+    #: (required ones first); legacy ``run(self, facts)`` checks may list them here (informative).
     facts: ClassVar[tuple[str, ...]] = ()
+    #: (required, optional) fact parameters of ``run``; None for a legacy ``run(self, facts)``
+    _params: ClassVar[tuple[tuple[str, ...], tuple[str, ...]] | None] = None
     #: Codes of checks that must have passed; if one did not, this check is skipped with the reason.
     requires: ClassVar[tuple[str, ...]] = ()
     #: Default severity of this check's findings.
@@ -72,6 +69,10 @@ class Check:
             raise TypeError(f"check {cls.code}: a docstring (title + long doc) is required")
         if not isinstance(cls.requires, tuple) or not isinstance(cls.facts, tuple):
             raise TypeError(f"check {cls.code}: 'requires' and 'facts' must be tuples")
+        cls._params = _signature_params(cls)
+        if cls._params is not None:
+            required, optional = cls._params
+            cls.facts = tuple(p for p in required + optional if p not in SPECIAL_PARAMS)
 
     # -- metadata -------------------------------------------------------------------------
     @classmethod
@@ -115,6 +116,58 @@ class Check:
     def skip(reason: str) -> Skip:
         """``raise self.skip("why")`` when the check cannot decide."""
         return Skip(reason)
+
+
+def module_checks(namespace: Mapping[str, Any]) -> list[type["Check"]]:
+    """The checks a family module defines (``CHECKS = module_checks(globals())``), by code: a new
+    check is one class, and no list is kept by hand."""
+    mod = namespace.get("__name__")
+    found = [v for v in namespace.values()
+             if isinstance(v, type) and issubclass(v, Check) and v is not Check and v.__module__ == mod
+             and not v.__dict__.get("_abstract", False)]
+    return sorted(found, key=lambda c: (re.sub(r"\d+$", "", c.code), int(re.sub(r"^\D+", "", c.code))))
+
+
+def _signature_params(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(required, optional) parameter names of ``cls.run`` after ``self``; None for the legacy
+    single-``facts`` form."""
+    run = cls.__dict__.get("run") or getattr(cls, "run", None)
+    if run is None:
+        return None
+    params = [p for p in inspect.signature(run).parameters.values()][1:]
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        raise TypeError(f"check {cls.__name__}: run() takes named facts, not *args/**kwargs")
+    names = [p.name for p in params]
+    if names == ["facts"] or not names:
+        return None
+    required = tuple(p.name for p in params if p.default is p.empty)
+    optional = tuple(p.name for p in params if p.default is not p.empty)
+    return required, optional
+
+
+def call_run(check: "Check", facts: "FactsLike") -> Iterable[Finding]:
+    """Call ``check.run`` with what its signature asks for (see the module doc). A missing
+    required fact raises :class:`Skip` (probe failures propagate as the facts raise them)."""
+    params = type(check)._params
+    if params is None:
+        return check.run(facts)  # type: ignore[call-arg]
+    required, optional = params
+    kwargs: dict[str, Any] = {}
+    for name in required + optional:
+        if name == "facts":
+            kwargs[name] = facts
+        elif name == "options":
+            kwargs[name] = getattr(facts, "options", {}) or {}
+        elif name in required:
+            kwargs[name] = facts.get(name)  # raises Skip with the reason when unavailable
+        elif facts.has(name):
+            from .facts import ProbeError
+
+            try:
+                kwargs[name] = facts.get(name)
+            except (Skip, ProbeError):  # an optional fact that is unavailable keeps its default
+                pass
+    return check.run(**kwargs)  # type: ignore[call-arg]
 
 
 class FactsLike(Protocol):

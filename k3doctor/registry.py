@@ -1,8 +1,10 @@
 """Discover checks through the ``k3doctor.checks`` entry-point group.
 
 Built-in families are declared in ``setup.cfg`` exactly like third-party plugins: each entry
-point names a module (or object) exposing ``CHECKS``, a list of :class:`~k3doctor.check.Check`
-subclasses. Loading is deterministic (sorted by entry-point name) and fail-closed: a plugin that
+point names a module (or object) exposing ``CHECKS`` (a list of :class:`~k3doctor.check.Check`
+subclasses; ``module_checks(globals())`` collects a module's own) and, optionally, ``FAMILY =
+(prefix, description, order)`` — the description ``k3doctor list`` shows and the display order.
+Nothing else lists the families: adding one touches its module and ``setup.cfg``. Loading is deterministic (sorted by entry-point name) and fail-closed: a plugin that
 fails to import, or a code that collides with another, becomes a load error the runner reports
 under ``INT004`` instead of silently vanishing.
 """
@@ -16,23 +18,20 @@ from typing import Any, Iterable
 
 from .check import CODE_RE, Check
 
-__all__ = ["ENTRY_POINT_GROUP", "BUILTIN_MODULES", "Registry", "load_registry", "load_checks"]
+__all__ = ["ENTRY_POINT_GROUP", "builtin_modules", "Registry", "load_registry", "load_checks", "family_docs"]
 
 ENTRY_POINT_GROUP = "k3doctor.checks"
 
-#: Used only when k3doctor runs from a source tree that was never installed (no entry points).
-BUILTIN_MODULES: dict[str, str] = {
-    "arch": "k3doctor.checks.arch",
-    "ckpt": "k3doctor.checks.ckpt",
-    "clu": "k3doctor.checks.clu",
-    "fs": "k3doctor.checks.fs",
-    "gpu": "k3doctor.checks.gpu",
-    "internal": "k3doctor.checks.internal",
-    "launch": "k3doctor.checks.launch",
-    "mem": "k3doctor.checks.mem",
-    "net": "k3doctor.checks.net",
-    "os": "k3doctor.checks.oslimits",
-}
+
+def builtin_modules() -> dict[str, str]:
+    """The modules of ``k3doctor.checks`` (used only when k3doctor runs from a source tree that
+    was never installed, so there are no entry points)."""
+    import pkgutil
+
+    from . import checks
+
+    return {m.name: f"{checks.__name__}.{m.name}" for m in pkgutil.iter_modules(checks.__path__)
+            if not m.name.startswith("_")}
 
 
 @dataclass
@@ -42,9 +41,17 @@ class Registry:
     checks: dict[str, type[Check]] = field(default_factory=dict)
     origins: dict[str, str] = field(default_factory=dict)
     errors: list[tuple[str, str]] = field(default_factory=list)
+    #: code prefix -> (display order, description), from the modules' ``FAMILY``
+    families: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 def _checks_of(obj: Any) -> Iterable[type[Check]]:
+    import types
+
+    if isinstance(obj, types.ModuleType) and not hasattr(obj, "CHECKS"):
+        from .check import module_checks
+
+        obj = module_checks(vars(obj))
     items = getattr(obj, "CHECKS", obj)
     if callable(items) and not isinstance(items, type):
         items = items()
@@ -76,11 +83,15 @@ def load_registry() -> Registry:
     if any(value.startswith("k3doctor.checks") for _, value, _ in sources):
         loaders = sources
     else:  # running from an uninstalled source tree: same modules, loaded directly
-        loaders = [(name, mod, None) for name, mod in sorted(BUILTIN_MODULES.items())] + sources
+        loaders = [(name, mod, None) for name, mod in sorted(builtin_modules().items())] + sources
     for name, value, ep in loaders:
         try:
             obj = ep.load() if ep is not None else importlib.import_module(value)
             classes = list(_checks_of(obj))
+            fam = getattr(obj, "FAMILY", None)
+            if (isinstance(fam, tuple) and len(fam) == 3 and isinstance(fam[0], str) and isinstance(fam[1], str)
+                    and isinstance(fam[2], int)):
+                reg.families.setdefault(fam[0], (fam[2], fam[1]))
         except ModuleNotFoundError as exc:
             if ep is None and exc.name == value:
                 continue  # a built-in family not present in this build
@@ -99,14 +110,18 @@ def load_registry() -> Registry:
             else:
                 reg.checks[cls.code] = cls
                 reg.origins[cls.code] = value
-    reg.checks = dict(sorted(reg.checks.items(), key=lambda kv: _sort_key(kv[0])))
+    def key(code: str) -> tuple[int, str, str]:
+        fam = code.rstrip("0123456789")
+        return (reg.families.get(fam, (1 << 30, ""))[0], fam, code)
+
+    reg.checks = dict(sorted(reg.checks.items(), key=lambda kv: key(kv[0])))
     return reg
 
 
-def _sort_key(code: str) -> tuple[int, str]:
-    order = ["CMD", "GPU", "ARCH", "NET", "FS", "OS", "CKPT", "MEM", "CLU", "INT"]
-    fam = code.rstrip("0123456789")
-    return (order.index(fam) if fam in order else len(order), code)
+def family_docs() -> dict[str, str]:
+    """Code prefix -> the family's description, in display order."""
+    fams = registry().families
+    return {k: doc for k, (_o, doc) in sorted(fams.items(), key=lambda kv: kv[1][0])}
 
 
 _CACHE: Registry | None = None

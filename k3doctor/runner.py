@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
 from typing import Callable, Iterable
 
-from .check import Check
+from .check import Check, call_run
 from .exitcodes import ExitCode
 from .facts import Facts, ProbeError, ProbeTimeout
 from .model import CheckResult, Finding, Severity, Skip, Status
@@ -150,7 +150,7 @@ def _run_one(
             return CheckResult(code=code, title=title, status=Status.SKIP, reason=f"requires {req}, which {why}")
     t0 = time.perf_counter()
     try:
-        findings = tuple(cls().run(facts) or ())
+        findings = tuple(call_run(cls(), facts) or ())
     except Skip as exc:
         return CheckResult(code=code, title=title, status=Status.SKIP, reason=exc.reason,
                            duration_s=time.perf_counter() - t0)

@@ -14,8 +14,7 @@ from typing import Any
 
 __all__ = ["Target", "TARGETS", "get_target", "gpu_fact_for_target", "TargetError"]
 
-GIB = 1024**3
-MIB = 1024**2
+from .units import GiB as GIB, MiB as MIB, NVML_IDLE_RESERVE
 
 
 @dataclass(frozen=True)
@@ -101,7 +100,7 @@ def get_target(name: str) -> Target:
 def gpu_fact_for_target(target: Target, count: int | None = None) -> dict[str, Any]:
     """A ``gpu`` fact describing ``count`` idle GPUs of this model (static mode)."""
     n = target.gpus_per_node if count is None else count
-    reserved = 616 * MIB  # driver/firmware reservation seen on the H200 reading
+    reserved = NVML_IDLE_RESERVE
     devices = []
     for i in range(n):
         devices.append(

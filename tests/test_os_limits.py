@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from k3doctor import testing
 from k3doctor.checks import oslimits as O
-from k3doctor.facts import Facts
 from k3doctor.model import Severity, Skip
 from k3doctor.probes.oslimits import read_limits
 
@@ -19,7 +19,7 @@ MiB, GiB = 1 << 20, 1 << 30
 
 def run(check: type, **facts: Any) -> list:
     try:
-        return list(check().run(Facts(facts)))
+        return testing.run(check, **facts)
     except Skip as exc:
         return [("skip", exc.reason)]
 

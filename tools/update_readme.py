@@ -17,12 +17,12 @@ START, END = "<!-- catalogue:start -->", "<!-- catalogue:end -->"
 def catalogue() -> str:
     """The check table, family by family, as Markdown."""
     sys.path.insert(0, str(ROOT))
-    from k3doctor.check import FAMILIES
+    from k3doctor.registry import family_docs
     from k3doctor.registry import load_checks
 
     checks = load_checks()
     lines: list[str] = []
-    for fam, desc in FAMILIES.items():
+    for fam, desc in family_docs().items():
         codes = [c for c, cls in checks.items() if cls.family() == fam]
         if not codes:
             continue

@@ -22,7 +22,7 @@ from ..archrules import (
     release_tuple,
     resolve_model,
 )
-from ..check import Check
+from ..check import Check, module_checks
 from ..facts import ProbeError
 from ..model import Finding, Severity, Skip
 
@@ -763,4 +763,6 @@ class ARCH007(Check):
             )
 
 
-CHECKS = [ARCH001, ARCH002, ARCH003, ARCH004, ARCH005, ARCH006, ARCH007]
+#: this module's family: (code prefix, description shown by `k3doctor list`, display order)
+FAMILY = ('ARCH', 'launch flags, backends and env vars vs the GPU architecture; parallel-plan arithmetic', 30)
+CHECKS = module_checks(globals())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shlex
 from typing import Any, Callable, ClassVar, Iterable, Mapping
 
-from ..check import Check
+from ..check import Check, module_checks
 from ..model import Finding, Severity
 
 __all__ = ["CHECKS", "refetch_command", "CKPT001", "CKPT002", "CKPT003", "CKPT004", "CKPT005", "CKPT006",
@@ -441,7 +441,9 @@ class CKPT010(_CkptCheck):
             raise self.skip("sampling not requested (use --sample)")
 
 
-CHECKS = [CKPT001, CKPT002, CKPT003, CKPT004, CKPT005, CKPT006, CKPT007, CKPT008, CKPT009, CKPT010]
+#: this module's family: (code prefix, description shown by `k3doctor list`, display order)
+FAMILY = ('CKPT', 'safetensors checkpoint integrity', 70)
+CHECKS = module_checks(globals())
 
 #: every problem kind the probe can emit, mapped to the check that reports it (tests keep this total)
 KIND_TO_CHECK: dict[str, str] = {k: c.code for c in CHECKS for k in c.kinds}

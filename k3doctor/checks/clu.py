@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
-from ..check import Check
+from ..check import Check, module_checks
 from ..model import Finding, Severity
 
 __all__ = [
@@ -1007,4 +1007,6 @@ class CLU010(Check):
             )
 
 
-CHECKS = [CLU001, CLU002, CLU003, CLU004, CLU005, CLU006, CLU007, CLU008, CLU009, CLU010]
+#: this module's family: (code prefix, description shown by `k3doctor list`, display order)
+FAMILY = ('CLU', 'cross-node consistency (multi-node)', 90)
+CHECKS = module_checks(globals())

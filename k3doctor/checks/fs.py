@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..check import Check
+from ..check import Check, module_checks
 from ..hostenv import sanitize
 from ..hostenv.topology import launch_env, nnodes, ranks_per_node
 from ..model import Finding, Severity
 
 __all__ = ["CHECKS", "FS001", "FS002", "FS003", "FS004"]
 
-GiB = 1 << 30
+from ..units import GiB
 #: Free space below which a JIT cache warns (Triton + Inductor + DeepGEMM + FlashInfer builds).
 MIN_FREE = 2 * GiB
 
@@ -278,4 +278,6 @@ class FS004(Check):
                                fix="download once (hf download), then export HF_HUB_OFFLINE=1 on every node")
 
 
-CHECKS = [FS001, FS002, FS003, FS004]
+#: this module's family: (code prefix, description shown by `k3doctor list`, display order)
+FAMILY = ('FS', 'filesystems of JIT caches, model and cache directories', 50)
+CHECKS = module_checks(globals())

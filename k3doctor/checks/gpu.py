@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from ..check import Check
+from ..check import Check, module_checks
 from ..model import EvidenceValue, Finding, Severity, Skip
 
 __all__ = [
@@ -1066,4 +1066,6 @@ class GPU012(Check):
         )
 
 
-CHECKS = [GPU001, GPU002, GPU003, GPU004, GPU005, GPU006, GPU007, GPU008, GPU009, GPU010, GPU011, GPU012]
+#: this module's family: (code prefix, description shown by `k3doctor list`, display order)
+FAMILY = ('GPU', 'GPU health and capacity through NVML', 20)
+CHECKS = module_checks(globals())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..check import Check
+from ..check import Check, module_checks
 from ..model import Finding, Severity
 
 REPORT_URL = "https://github.com/k3doctor/k3doctor/issues"
@@ -143,4 +143,6 @@ class INT004(Check):
             )
 
 
-CHECKS = [INT001, INT002, INT003, INT004]
+#: this module's family: (code prefix, description shown by `k3doctor list`, display order)
+FAMILY = ('INT', 'k3doctor itself (crashed probes/checks, plugin failures, bad input)', 100)
+CHECKS = module_checks(globals())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from typing import Iterator
 
-from ..check import Check
+from ..check import Check, module_checks
 from ..launch import _FIELDS, _KNOWN_BOOL_FLAGS, _KNOWN_VALUE_FLAGS
 from ..model import Finding, Severity
 
@@ -85,4 +85,6 @@ class CMD002(Check):
                 )
 
 
-CHECKS = [CMD001, CMD002]
+#: this module's family: (code prefix, description shown by `k3doctor list`, display order)
+FAMILY = ('CMD', 'the launch command itself (values that do not parse, unknown flags)', 10)
+CHECKS = module_checks(globals())

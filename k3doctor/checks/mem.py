@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ..check import Check
+from ..check import Check, module_checks
 from ..model import Finding, Severity
 
-GiB = 1 << 30
+from ..units import GiB, gib as _gib
 _OVERHEAD_LABEL = {"activations": "profile-run peak", "cuda_graphs": "CUDA graphs", "non_torch": "non-torch"}
 
 
@@ -15,10 +15,6 @@ def _plan(facts: Any) -> Any:
     from ..memory.plan import plan_from_facts
 
     return plan_from_facts(facts)
-
-
-def _gib(b: float) -> str:
-    return f"{b / GiB:.2f} GiB"
 
 
 def _flag(plan: Any, sglang: str, vllm: str) -> str:
@@ -321,4 +317,6 @@ class MEM005(Check):
         )
 
 
-CHECKS = [MEM001, MEM002, MEM003, MEM004, MEM005]
+#: this module's family: (code prefix, description shown by `k3doctor list`, display order)
+FAMILY = ('MEM', 'per-rank memory projection', 80)
+CHECKS = module_checks(globals())

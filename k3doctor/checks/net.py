@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..check import Check
+from ..check import Check, module_checks
 from ..hostenv import ifname, sanitize
 from ..hostenv.netinfo import candidates
 from ..hostenv.topology import launch_env, nnodes, optional
@@ -479,4 +479,6 @@ class NET007(Check):
                 severity=Severity.INFO if var == "NCCL_SOCKET_IFNAME" else None)
 
 
-CHECKS = [NET001, NET002, NET003, NET004, NET005, NET006, NET007]
+#: this module's family: (code prefix, description shown by `k3doctor list`, display order)
+FAMILY = ('NET', 'network interfaces for NCCL/Gloo and the rendezvous', 40)
+CHECKS = module_checks(globals())

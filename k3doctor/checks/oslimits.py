@@ -1,25 +1,29 @@
-"""OS family: operating-system limits with a cited launch failure (shm, memlock, open files, RAM)."""
+"""OS family: operating-system limits with a cited launch failure (shm, memlock, open files, RAM).
+
+The worked example of signature-style checks (k3doctor/check.py): each ``run`` names the facts it
+reads — ``limits`` is required (no limits fact: skipped before ``run``), ``launch``, ``gpu``,
+``env`` and ``model`` are optional and arrive as None when unknown.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..check import Check
+from ..check import Check, module_checks
 from ..hostenv import sanitize
-from ..hostenv.topology import launch_env, optional, ranks_per_node
+from ..hostenv.topology import launch_env_of, ranks_per_node_of
 from ..model import Finding, Severity
+from ..units import GiB, MiB
 
 __all__ = ["CHECKS", "OS001", "OS002", "OS003", "OS004"]
 
-MiB = 1 << 20
-GiB = 1 << 30
 SHM_MIN = 1 * GiB
 MEMLOCK_MIN = 16 * GiB
 NOFILE_MIN = 65536
 
 
-def _limits(facts: Any) -> Mapping[str, Any]:
-    lim = sanitize.limits(facts.get("limits"))
+def _limits(limits: Any) -> Mapping[str, Any]:
+    lim = sanitize.limits(limits)
     if lim is None:
         raise Check.skip("no usable limits fact")
     return lim
@@ -44,13 +48,12 @@ class OS001(Check):
     (`medium: Memory`, `sizeLimit: 16Gi`) at `/dev/shm`. At least 1 GiB.
     """
 
-    facts = ("limits",)
-
-    def run(self, facts: Any) -> Iterable[Finding]:
-        shm = _limits(facts).get("shm")
+    def run(self, limits: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+            gpu: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+        shm = _limits(limits).get("shm")
         if not isinstance(shm, Mapping):
             raise self.skip("no /dev/shm reading")
-        rpn, how = ranks_per_node(facts)
+        rpn, how = ranks_per_node_of(launch, gpu)
         if shm.get("error"):
             yield self.finding(f"/dev/shm: {shm['error']}", evidence={"path": str(shm.get("path"))},
                                fix="mount a tmpfs at /dev/shm (docker --shm-size=16g, or a Memory emptyDir)",
@@ -90,11 +93,10 @@ class OS002(Check):
     `* - memlock unlimited`, `docker run --ulimit memlock=-1:-1`, Slurm `PropagateResourceLimits`.
     """
 
-    facts = ("limits",)
-
-    def run(self, facts: Any) -> Iterable[Finding]:
-        lim = _limits(facts)
-        env = launch_env(facts)
+    def run(self, limits: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+            env: Mapping[str, str] | None = None) -> Iterable[Finding]:
+        lim = _limits(limits)
+        env = launch_env_of(launch, env)
         if not lim.get("rdma_devices") and "NCCL_IB_HCA" not in env:
             raise self.skip("no RDMA devices on this node: NCCL uses sockets")
         ml = lim["memlock"]
@@ -129,11 +131,10 @@ class OS003(Check):
     `docker run --ulimit nofile=1048576:1048576`, limits.conf `nofile`, systemd `LimitNOFILE`.
     """
 
-    facts = ("limits",)
     severity = Severity.WARNING
 
-    def run(self, facts: Any) -> Iterable[Finding]:
-        nf = _limits(facts).get("nofile")
+    def run(self, limits: Mapping[str, Any]) -> Iterable[Finding]:
+        nf = _limits(limits).get("nofile")
         if not isinstance(nf, Mapping) or not isinstance(nf.get("soft"), int):
             raise self.skip("RLIMIT_NOFILE unknown")
         soft, hard = nf["soft"], nf.get("hard")
@@ -183,17 +184,16 @@ class OS004(Check):
     or load with fewer shards in flight (default loader instead of fastsafetensors).
     """
 
-    facts = ("limits",)
     severity = Severity.WARNING
 
-    def run(self, facts: Any) -> Iterable[Finding]:
-        lim = _limits(facts)
-        total, biggest = _model_sizes(optional(facts, "model"))
+    def run(self, limits: Mapping[str, Any], model: Mapping[str, Any] | None = None,
+            launch: Mapping[str, Any] | None = None, gpu: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+        lim = _limits(limits)
+        total, biggest = _model_sizes(model)
         if biggest is None:
             raise self.skip("shard sizes unknown (no model scan)")
-        rpn, how = ranks_per_node(facts)
+        rpn, how = ranks_per_node_of(launch, gpu)
         ranks = rpn or 1
-        launch = optional(facts, "launch")
         fast = isinstance(launch, Mapping) and str(launch.get("load_format") or "") == "fastsafetensors"
         staged = ranks * biggest * (2 if fast else 1)
         cap = lim.get("cgroup_memory_limit") or lim.get("mem_total")
@@ -210,4 +210,6 @@ class OS004(Check):
                 severity=Severity.ERROR if lim.get("cgroup_memory_limit") else Severity.WARNING)
 
 
-CHECKS = [OS001, OS002, OS003, OS004]
+#: this module's family: (code prefix, description shown by `k3doctor list`, display order)
+FAMILY = ('OS', 'operating-system limits (shm, memlock, open files, host RAM)', 60)
+CHECKS = module_checks(globals())

@@ -6,6 +6,8 @@ import json
 
 import click
 
+from ..units import GiB
+
 
 @click.command()
 @click.option("--format", "fmt", type=click.Choice(["rich", "json", "markdown"]), default="rich", show_default=True)
@@ -59,7 +61,7 @@ def _list_targets(fmt: str) -> None:
         return
     click.echo(f"{'target':<11} {'product':<24} {'memory':>12} {'cc':>5}  nvlink  fp8  fp4  gpus/node")
     for t in rows:
-        gib = t["memory_total"] / 2**30
+        gib = t["memory_total"] / GiB
         click.echo(f"{t['name']:<11} {t['product']:<24} {gib:>8.1f} GiB {t['cc'][0]}.{t['cc'][1]:<3}  "
                    f"{'multi' if t['mnnvl'] else ('yes' if t['nvlink'] else 'no'):<6}  "
                    f"{'yes' if t['fp8'] else 'no':<3}  {'yes' if t['fp4'] else 'no':<3}  {t['gpus_per_node']}")

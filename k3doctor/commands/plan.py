@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 import click
 
+from ..units import NVML_IDLE_RESERVE
 from .check import DashDashCommand
 
 
@@ -118,7 +119,7 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
         except Exception:  # noqa: BLE001 - extra (non-target) GPU types default to 8 per node
             gpn_default = 8
         device: dict[str, Any] = {"index": 0, "name": g.name, "memory_total": g.memory_total,
-                                  "memory_free": g.memory_total - 616 * (1 << 20)}
+                                  "memory_free": g.memory_total - NVML_IDLE_RESERVE}
         if g.cc is not None:
             device["cc"] = list(g.cc)
         gpu_fact = {"ok": True, "source": "target", "devices": [device]}

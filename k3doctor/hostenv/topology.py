@@ -27,10 +27,13 @@ def _int(value: Any) -> int | None:
 
 def launch_env(facts: Any) -> dict[str, str]:
     """The launch's environment (``launch["env"]``) when a launch is given, else the ``env`` fact."""
-    launch = optional(facts, "launch")
+    return launch_env_of(optional(facts, "launch"), optional(facts, "env"))
+
+
+def launch_env_of(launch: Any, env: Any = None) -> dict[str, str]:
+    """:func:`launch_env` from the fact values themselves (signature-style checks)."""
     if isinstance(launch, Mapping) and isinstance(launch.get("env"), Mapping):
         return {str(k): str(v) for k, v in launch["env"].items() if v is not None}
-    env = optional(facts, "env")
     if isinstance(env, Mapping):
         return {str(k): str(v) for k, v in env.items() if v is not None}
     return {}
@@ -77,7 +80,11 @@ def node_rank(facts: Any) -> int | None:
 
 def ranks_per_node(facts: Any) -> tuple[int | None, str]:
     """``(ranks, how)``: processes per node that run kernels — gpus_per_node, the plan, or the GPUs seen."""
-    launch = optional(facts, "launch")
+    return ranks_per_node_of(optional(facts, "launch"), optional(facts, "gpu"))
+
+
+def ranks_per_node_of(launch: Any, gpu: Any = None) -> tuple[int | None, str]:
+    """:func:`ranks_per_node` from the fact values themselves (signature-style checks)."""
     if isinstance(launch, Mapping):
         g = _int(launch.get("gpus_per_node"))
         if g:
@@ -93,7 +100,6 @@ def ranks_per_node(facts: Any) -> tuple[int | None, str]:
         n = _int(launch.get("nnodes")) or 1
         if known and world >= n:
             return max(1, world // n), f"launch plan (tp×pp×dp={world} over {n} node(s))"
-    gpu = optional(facts, "gpu")
     if isinstance(gpu, Mapping) and isinstance(gpu.get("devices"), list) and gpu["devices"]:
         return len(gpu["devices"]), "GPUs on this node"
     return None, "unknown"

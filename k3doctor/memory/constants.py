@@ -6,8 +6,7 @@ Rules (what is replicated, what is sharded) live in :mod:`placement`; only *amou
 
 from __future__ import annotations
 
-GiB = 1 << 30
-MiB = 1 << 20
+from ..units import GiB, MiB, NVML_IDLE_RESERVE
 
 # -- placement ---------------------------------------------------------------------------------
 #: SGLang replicates shared experts (tp_size=1) under these all-to-all MoE backends.
@@ -152,7 +151,7 @@ NVML_RESERVED_BYTES = {
     "NVIDIA H200": 644_939_776,
     "NVIDIA H100 80GB HBM3": 479 * MiB,
 }
-NVML_RESERVED_DEFAULT = 616 * MiB
+NVML_RESERVED_DEFAULT = NVML_IDLE_RESERVE
 #: vLLM non-torch memory at TP1 (cuBLAS/NCCL-less workspaces): 0.13 GiB in the same H100 logs;
 #: 0.55 GiB at TP2 (NCCL + custom all-reduce) -> NCCL_BYTES below.
 VLLM_NONTORCH_TP1 = 133 * MiB

@@ -14,7 +14,7 @@ from .logparse import EngineLogFigures
 
 __all__ = ["compare"]
 
-GiB = 1 << 30
+from ..units import GiB
 
 
 def _g(b: float) -> str:

@@ -9,6 +9,7 @@ from math import ceil
 from typing import Any, Mapping
 
 from . import constants as C
+from ..units import gib as _gib
 from .inventory import Inventory, InventoryError
 from .kv import hybrid_page, kda_state_bytes, kv_bytes_per_token, sliding_bytes_per_request, stage_layer_sets
 from .placement import Parallel, PlanError, compact, expert_pad_factor, stage_weights, validate_parallel
@@ -162,8 +163,6 @@ def resolve_gpu(name: str) -> GpuSpec:
 
 
 # -- helpers -------------------------------------------------------------------------------
-def _gib(x: float) -> str:
-    return f"{x / C.GiB:.2f} GiB"
 
 
 def sglang_default_mem_fraction(gpu_total: int, par: Parallel) -> float:
@@ -331,7 +330,7 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
     if par.engine not in ("sglang", "vllm"):
         raise PlanError(f"unknown engine {par.engine!r} (use sglang or vllm)")
     total = gpu.memory_total
-    free0 = gpu.memory_free if gpu.memory_free is not None else total - 616 * C.MiB
+    free0 = gpu.memory_free if gpu.memory_free is not None else total - C.NVML_IDLE_RESERVE
     proc = _process_reserve(par)
     proc_bytes = sum(proc.values())
     transient, transient_why = _load_transient(inv, par)

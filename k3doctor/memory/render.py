@@ -8,7 +8,7 @@ from .plan import Plan, RankMemory
 
 __all__ = ["render_plan", "render_search", "bar_segments"]
 
-GiB = 1 << 30
+from ..units import GiB
 _ROLE_ORDER = ("experts", "shared_experts", "dense_mlp", "attention", "mla_q_a_kv_a", "kda_f_a", "mla_absorbed",
                "latent_proj", "router", "embedding", "lm_head", "vision", "norms", "load_nontorch", "other", "mtp")
 _ROLE_STYLE = {

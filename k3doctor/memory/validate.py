@@ -19,7 +19,7 @@ from typing import Any
 from .inventory import load_inventory
 from .plan import compute_plan, parallel_from_launch, resolve_gpu
 
-GiB = 1 << 30
+from ..units import GiB
 RECEIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "receipts"
 
 __all__ = ["load_receipts", "evaluate", "summary", "main"]

@@ -40,7 +40,7 @@ from .net import known_fact
 
 __all__ = ["probe_mounts", "probe_paths", "read_mounts", "inspect_path", "measure_read"]
 
-MiB = 1 << 20
+from ..units import MiB
 
 
 def _bounded(fn: Callable[[], Any], timeout: float, what: str) -> Any:

@@ -7,8 +7,8 @@ import shutil
 from collections import defaultdict
 from typing import IO
 
-from ..check import FAMILIES
 from ..model import Severity, Status
+from ..registry import family_docs
 from ..runner import Report
 from .base import Reporter
 
@@ -65,7 +65,7 @@ class RichReporter(Reporter):
                     body.append("\n" + str(f.evidence["traceback"]).rstrip(), style="dim")
                 table.add_row(Text(_SEV_ICON[f.severity], style=_SEV_STYLE[f.severity]),
                               Text(f.code, style=_SEV_STYLE[f.severity]), body)
-            console.print(Text(f"{fam} — {FAMILIES.get(fam, 'plugin checks')}", style="bold underline"))
+            console.print(Text(f"{fam} — {family_docs().get(fam, 'plugin checks')}", style="bold underline"))
             console.print(table)
             console.print()
         if verbose:
