@@ -89,8 +89,9 @@ class Check:
         return "\n".join(lines[1:]).strip()
 
     # -- behaviour ------------------------------------------------------------------------
-    def run(self, facts: "FactsLike") -> Iterable[Finding]:
-        """Yield findings (none = pass) or raise :class:`Skip`."""
+    def run(self, *args: Any, **kwargs: Any) -> Iterable[Finding]:
+        """Yield findings (none = pass) or raise :class:`Skip`; the parameters name the facts
+        (see the module doc), or the single parameter ``facts`` receives them all."""
         raise NotImplementedError
 
     def finding(
@@ -132,7 +133,7 @@ def _signature_params(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]] | No
     """(required, optional) parameter names of ``cls.run`` after ``self``; None for the legacy
     single-``facts`` form."""
     run = cls.__dict__.get("run") or getattr(cls, "run", None)
-    if run is None:
+    if run is None or run is Check.run:
         return None
     params = [p for p in inspect.signature(run).parameters.values()][1:]
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):

@@ -14,7 +14,7 @@ from typing import Any
 
 __all__ = ["Target", "TARGETS", "get_target", "gpu_fact_for_target", "TargetError"]
 
-from .units import GiB as GIB, MiB as MIB, NVML_IDLE_RESERVE
+from .units import MiB as MIB, NVML_IDLE_RESERVE
 
 
 @dataclass(frozen=True)

@@ -446,4 +446,4 @@ FAMILY = ('CKPT', 'safetensors checkpoint integrity', 70)
 CHECKS = module_checks(globals())
 
 #: every problem kind the probe can emit, mapped to the check that reports it (tests keep this total)
-KIND_TO_CHECK: dict[str, str] = {k: c.code for c in CHECKS for k in c.kinds}
+KIND_TO_CHECK: dict[str, str] = {k: c.code for c in CHECKS for k in getattr(c, "kinds", ())}

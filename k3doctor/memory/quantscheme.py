@@ -225,7 +225,8 @@ def parse_quant(cfg: Mapping[str, Any]) -> QuantScheme:
     if not method and isinstance(q.get("quantization"), Mapping):  # hf_quant_config.json layout
         method = "modelopt"
     if method in ("modelopt", "modelopt_fp4", "modelopt_fp8") or algo in ("FP8", "NVFP4", "W4A8_AWQ"):
-        quant = q.get("quantization") if isinstance(q.get("quantization"), Mapping) else q
+        sub = q.get("quantization")
+        quant: Mapping[str, Any] = sub if isinstance(sub, Mapping) else q
         algo = str(quant.get("quant_algo", algo)).upper()
         ignore = _ignore_list(quant, "exclude_modules", "ignore")
         layers = quant.get("quantized_layers")
@@ -339,7 +340,7 @@ def linear_tensors(prefix: str, out: int, inp: int, scheme: QuantScheme, kind: s
 
 
 #: ``--quantization`` values that quantise an unquantised checkpoint while loading (online)
-_ONLINE = {
+_ONLINE: dict[str, dict[str, Any]] = {
     "fp8": {"quant_method": "fp8", "activation_scheme": "dynamic"},
     # vLLM's in-flight bitsandbytes quantises with compress_statistics=True (nested absmax)
     "bitsandbytes": {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_blocksize": 64,

@@ -10,7 +10,6 @@ k3doctor version are replaced by placeholders; nothing else is touched.
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
