@@ -161,17 +161,17 @@ def test_k3_corruptions_found_through_the_helper_process(tmp_path: Path) -> None
 
 
 def test_helper_process_death_falls_back_to_this_process(k3: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from k3doctor.ckpt import scan
+    from k3doctor.ckpt import shard_scan
 
     parent = os.getpid()
-    real = scan._scan_one
+    real = shard_scan._scan_one
 
     def dies_in_child(path: str, file: str, exp: dict):  # type: ignore[no-untyped-def]
         if os.getpid() != parent and file == "model-00060-of-000096.safetensors":
             os._exit(3)  # the forked helper dies half-way
         return real(path, file, exp)
 
-    monkeypatch.setattr(scan, "_scan_one", dies_in_child)
+    monkeypatch.setattr(shard_scan, "_scan_one", dies_in_child)
     fact = scan_checkpoint(k3, parallel=True)
     assert fact["problem_counts"] == {} and fact["totals"]["tensors"] == 497_220
     assert [s["file"] for s in fact["shards"]] == sorted(s["file"] for s in fact["shards"])

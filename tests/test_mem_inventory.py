@@ -275,7 +275,7 @@ def test_check_with_model_parses_each_shard_header_once(tmp_path, k3_dir, monkey
     """CKPT + MEM in one run: the scan's parse (partly in its forked helper) feeds the planner."""
     import os
 
-    import k3doctor.ckpt.scan as scan_mod
+    import k3doctor.ckpt.shard_scan as scan_mod
     from k3doctor.memory import inventory
 
     log = tmp_path / "reads.log"

@@ -1,0 +1,102 @@
+"""Constants and helpers shared by the ARCH family's modules (:mod:`.arch`, :mod:`.arch_plan`)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..archrules import (
+    ModelInfo,
+    device_groups,
+    format_cc,
+    load_rules,
+    resolve_model,
+)
+from ..check import Check
+from ..facts import ProbeError
+from ..model import Severity, Skip
+
+
+
+_ENGINE_NAMES = {"sglang": "SGLang", "vllm": "vLLM", "nccl": "NCCL", "any": "the engine"}
+_SEVERITY = {"error": Severity.ERROR, "warning": Severity.WARNING, "info": Severity.INFO}
+_POW2 = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+#: dense (non-sparse) peak tensor TFLOPS from NVIDIA datasheets, for the MXFP4 speed note.
+_BF16_DENSE_TFLOPS = {8: 312, 9: 989}
+_B200_FP4_DENSE_TFLOPS = 9000
+
+CP_WORLD_SIZE_ERROR = (
+    "cp_world_size must be positive, required by downstream unified code path. Use 1 if CP is not enabled."
+)
+
+
+
+# -- shared helpers --------------------------------------------------------------------------
+def _optional(facts: Any, name: str) -> Any:
+    """A fact this check can do without: the value, or None when unavailable."""
+    has = getattr(facts, "has", None)
+    if callable(has) and not has(name):
+        return None
+    try:
+        return facts.get(name)
+    except (Skip, ProbeError):
+        return None
+
+
+def _groups_or_skip(gpu: Mapping[str, Any], check: Check) -> list[tuple[tuple[int, int], tuple[str, ...], int]]:
+    if gpu.get("ok") is False:
+        raise check.skip(f"no GPU information ({gpu.get('error') or 'NVML failed'})")
+    groups = device_groups(gpu)
+    if not groups:
+        raise check.skip("the gpu fact lists no device with a compute capability")
+    return groups
+
+
+def _where(gpu: Mapping[str, Any] | None) -> str:
+    if gpu and gpu.get("source") == "target":
+        return f"target {gpu.get('target') or 'profile'}"
+    return "this node"
+
+
+def _gpu_desc(gpu: Mapping[str, Any] | None, cc: tuple[int, int], names: tuple[str, ...], count: int) -> str:
+    return f"{_where(gpu)} has {count}× {' / '.join(names) or 'GPU'} (SM {format_cc(cc)})"
+
+
+def _int(launch: Mapping[str, Any], key: str, default: int = 1) -> int:
+    value = launch.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+
+def _attention_tp(launch: Mapping[str, Any]) -> int:
+    value = launch.get("attention_tp")
+    if isinstance(value, int) and value > 0:
+        return value
+    tp, dp = _int(launch, "tp"), _int(launch, "dp")
+    if launch.get("engine") == "sglang" and launch.get("enable_dp_attention") and tp % dp == 0:
+        return tp // dp
+    return tp
+
+
+def _world_size(launch: Mapping[str, Any]) -> int:
+    value = launch.get("world_size")
+    if isinstance(value, int) and value > 0:
+        return value
+    tp, pp, dp = _int(launch, "tp"), _int(launch, "pp"), _int(launch, "dp")
+    if launch.get("engine") == "sglang" and launch.get("enable_dp_attention"):
+        return tp * pp
+    return tp * pp * dp
+
+
+def _model(facts: Any, launch: Mapping[str, Any] | None) -> ModelInfo:
+    return resolve_model(launch, _optional(facts, "model"), load_rules())
+
+
+def _divisors(n: int, limit: int) -> list[int]:
+    return [d for d in _POW2 if d <= limit and n % d == 0]
+
+
+def _quote(engine: str, error: str, verbatim: bool) -> str:
+    name = _ENGINE_NAMES.get(engine, engine)
+    return f"{name} raises: “{error}”" if verbatim else f"{name} fails: {error}"
+
+
