@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from k3doctor import testing
 from k3doctor.checks import fs as F
 from k3doctor.facts import Facts, ProbeContext
 from k3doctor.hostenv.caches import local_cache_dir, rank_key, resolve_caches
@@ -176,7 +177,7 @@ def test_probe_paths_model_dir_opt_in(tmp_path: Path) -> None:
 # -- checks -----------------------------------------------------------------------------------
 def run(check: type, **facts: Any) -> list:
     try:
-        return list(check().run(Facts(facts)))
+        return testing.run(check, **facts)
     except Skip as exc:
         return [("skip", exc.reason)]
 

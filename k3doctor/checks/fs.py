@@ -6,7 +6,7 @@ from typing import Any, Iterable, Mapping
 
 from ..check import Check, module_checks
 from ..hostenv import sanitize
-from ..hostenv.topology import launch_env, nnodes, ranks_per_node
+from ..hostenv.topology import launch_env_of, nnodes_of, ranks_per_node_of
 from ..model import Finding, Severity
 
 __all__ = ["CHECKS", "FS001", "FS002", "FS003", "FS004"]
@@ -16,14 +16,14 @@ from ..units import GiB
 MIN_FREE = 2 * GiB
 
 
-def _paths(facts: Any) -> dict[str, Any]:
-    paths = sanitize.paths(facts.get("paths"))
+def _paths(raw: Any) -> dict[str, Any]:
+    paths = sanitize.paths(raw)
     if paths is None:
         raise Check.skip("the paths fact has no entries")
     return paths
 
 
-def _entries(facts: Any) -> list[Mapping[str, Any]]:
+def _entries(paths: Any, launch: Any = None, mounts_fact: Any = None, env_fact: Any = None) -> list[Mapping[str, Any]]:
     """Cache entries as this launch will use them.
 
     The ``paths`` fact records the directories resolved from the environment at probe time. When
@@ -32,16 +32,14 @@ def _entries(facts: Any) -> list[Mapping[str, Any]]:
     placed on the recorded mount table, keeping the recorded writability/free space where the
     path is the same.
     """
-    recorded = list(_paths(facts)["entries"])
-    launch = optional_fact(facts, "launch")
-    mounts_fact = optional_fact(facts, "mounts")
+    recorded = list(_paths(paths)["entries"])
     mounts = mounts_fact.get("mounts") if isinstance(mounts_fact, Mapping) else None
     if not isinstance(launch, Mapping) or not isinstance(mounts, list) or not mounts:
         return recorded
     from ..hostenv.caches import resolve_caches
     from ..hostenv.mountinfo import classify_fs, find_mount
 
-    env = launch_env(facts)
+    env = launch_env_of(launch, env_fact)
     home = next((str(e.get("path")) for e in recorded if e.get("key") == "home" and e.get("path")), "")
     by_path = {str(e.get("path")): e for e in recorded}
     out: list[Mapping[str, Any]] = []
@@ -57,16 +55,6 @@ def _entries(facts: Any) -> list[Mapping[str, Any]]:
     keys = {str(e.get("key")) for e in out}
     out.extend(e for e in recorded if str(e.get("key")) not in keys)  # the model directory, …
     return out
-
-
-def optional_fact(facts: Any, name: str) -> Any:
-    """A fact if known (or probeable), else None."""
-    from ..model import Skip
-
-    try:
-        return facts.get(name) if facts.has(name) else None
-    except Skip:
-        return None
 
 
 def _per_rank_fix(entry: Mapping[str, Any]) -> str:
@@ -109,12 +97,13 @@ class FS001(Check):
     `eval "$(k3doctor env)"` on each node, which prints all of them.
     """
 
-    facts = ("paths",)
-
-    def run(self, facts: Any) -> Iterable[Finding]:
-        entries = _entries(facts)
-        rpn, how = ranks_per_node(facts)
-        n = nnodes(facts)
+    def run(self, paths: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+            mounts: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
+            gpu: Mapping[str, Any] | None = None, cluster: Mapping[str, Any] | None = None,
+            options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+        entries = _entries(paths, launch, mounts, env)
+        rpn, how = ranks_per_node_of(launch, gpu)
+        n = nnodes_of(launch, options, cluster)
         multi = (rpn or 0) > 1 or (n or 0) > 1
         for e in entries:
             if not e.get("jit"):
@@ -155,10 +144,9 @@ class FS002(Check):
     `export TRITON_CACHE_DIR=/tmp/k3doctor-$USER/triton` (or `eval "$(k3doctor env)"`).
     """
 
-    facts = ("paths",)
-
-    def run(self, facts: Any) -> Iterable[Finding]:
-        for e in _entries(facts):
+    def run(self, paths: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+            mounts: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Iterable[Finding]:
+        for e in _entries(paths, launch, mounts, env):
             if e.get("key") in ("home", "model"):
                 continue
             ev = _evidence(e)
@@ -197,12 +185,12 @@ class FS003(Check):
     `--model-path` there, or accept the load time.
     """
 
-    facts = ("paths",)
     severity = Severity.INFO
 
-    def run(self, facts: Any) -> Iterable[Finding]:
-        paths = _paths(facts)
-        model = next((e for e in _entries(facts) if e.get("key") == "model"), None)
+    def run(self, paths: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+            mounts: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Iterable[Finding]:
+        model = next((e for e in _entries(paths, launch, mounts, env) if e.get("key") == "model"), None)
+        paths = _paths(paths)
         if model is None:
             raise self.skip("no model directory (use --model DIR or a launch with a local model path)")
         ev = _evidence(model)
@@ -252,11 +240,13 @@ class FS004(Check):
     with `HF_HUB_OFFLINE=1`.
     """
 
-    facts = ("paths",)
     severity = Severity.INFO
 
-    def run(self, facts: Any) -> Iterable[Finding]:
-        entries = _entries(facts)
+    def run(self, paths: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+            mounts: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
+            cluster: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+        entries = _entries(paths, launch, mounts, env)
+        n_nodes = nnodes_of(launch, options, cluster) or 0
         home = next((e for e in entries if e.get("key") == "home"), None)
         if home is None:
             raise self.skip("no $HOME entry")
@@ -270,10 +260,10 @@ class FS004(Check):
                 fix=("pin " + ", ".join(under) + " to node-local directories (eval \"$(k3doctor env)\")") if under
                 else "nothing to do: every cache is pinned")
         hub = next((e for e in entries if e.get("key") == "hf_hub"), None)
-        env = launch_env(facts)
-        if hub and hub.get("fs_class") == "network" and (nnodes(facts) or 0) > 1 and env.get("HF_HUB_OFFLINE") != "1":
+        run_env = launch_env_of(launch, env)
+        if hub and hub.get("fs_class") == "network" and n_nodes > 1 and run_env.get("HF_HUB_OFFLINE") != "1":
             yield self.finding(f"Hugging Face hub cache {hub.get('path')} is on {hub.get('fstype')} shared by "
-                               f"{nnodes(facts)} nodes and HF_HUB_OFFLINE is not 1: nodes may download and lock "
+                               f"{n_nodes} nodes and HF_HUB_OFFLINE is not 1: nodes may download and lock "
                                "the same files at once", subject="hf_hub", evidence=_evidence(hub),
                                fix="download once (hf download), then export HF_HUB_OFFLINE=1 on every node")
 

@@ -54,15 +54,18 @@ def _option(facts: Any, name: str) -> Any:
 
 
 def nnodes(facts: Any) -> int | None:
-    n = _int(_option(facts, "nnodes"))
+    return nnodes_of(optional(facts, "launch"), {"nnodes": _option(facts, "nnodes")}, optional(facts, "cluster"))
+
+
+def nnodes_of(launch: Any, options: Mapping[str, Any] | None = None, cluster: Any = None) -> int | None:
+    """Nodes of the deployment: the ``--nnodes`` option, the launch, else the cluster fact."""
+    n = _int((options or {}).get("nnodes"))
     if n:
         return n
-    launch = optional(facts, "launch")
     if isinstance(launch, Mapping):
         n = _int(launch.get("nnodes"))
         if n:
             return n
-    cluster = optional(facts, "cluster")
     if isinstance(cluster, Mapping) and isinstance(cluster.get("nodes"), list) and cluster["nodes"]:
         return len(cluster["nodes"])
     return None
