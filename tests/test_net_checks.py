@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from k3doctor import testing
 from k3doctor.checks import net as N
-from k3doctor.facts import Facts
 from k3doctor.model import Severity, Skip
 from k3doctor.probes.net import scan_infiniband, scan_interfaces
 
@@ -28,7 +28,7 @@ def net_fact(node: str, hostname: dict[str, Any] | None = None) -> dict[str, Any
 def run(check: type, **facts: Any) -> list:
     options = facts.pop("options", {})
     try:
-        return list(check().run(Facts(facts, options=options)))
+        return testing.run(check, options, **facts)
     except Skip as exc:
         return [("skip", exc.reason)]
 

@@ -7,7 +7,7 @@ from typing import Any, Iterable, Mapping
 from ..check import Check, module_checks
 from ..hostenv import ifname, sanitize
 from ..hostenv.netinfo import candidates
-from ..hostenv.topology import launch_env, nnodes, optional
+from ..hostenv.topology import launch_env_of, nnodes_of
 from ..model import Finding, Severity
 
 __all__ = ["CHECKS", "NET001", "NET002", "NET003", "NET004", "NET005", "NET006", "NET007"]
@@ -15,15 +15,15 @@ __all__ = ["CHECKS", "NET001", "NET002", "NET003", "NET004", "NET005", "NET006",
 _FIX_ENV = 'eval "$(k3doctor env --dist-init-addr HEAD:PORT)"'
 
 
-def _net(facts: Any) -> Mapping[str, Any]:
-    net = sanitize.net(facts.get("net"))
+def _net(raw: Any) -> Mapping[str, Any]:
+    net = sanitize.net(raw)
     if net is None:
         raise Check.skip("the net fact has no interface list")
     return net
 
 
-def _rdv(facts: Any, required: bool = False) -> dict[str, Any] | None:
-    rdv = sanitize.rendezvous(facts.get("rendezvous") if required else optional(facts, "rendezvous"))
+def _rdv(raw: Any, required: bool = False) -> dict[str, Any] | None:
+    rdv = sanitize.rendezvous(raw)
     if rdv is None and required:
         raise Check.skip("no usable rendezvous fact")
     return rdv
@@ -52,9 +52,9 @@ def _why_not(itf: Mapping[str, Any]) -> str:
     return _usable(itf)
 
 
-def _suggest(facts: Any, net: Mapping[str, Any]) -> str:
+def _suggest(rendezvous: Any, net: Mapping[str, Any]) -> str:
     """The interface to pin on this node: the one routing to the head, else the only candidate."""
-    rdv = _rdv(facts)
+    rdv = _rdv(rendezvous)
     if rdv is not None and rdv.get("interface") and rdv.get("interface") != "lo":
         return str(rdv["interface"])
     cands = candidates(net["interfaces"])
@@ -96,14 +96,16 @@ class NET001(Check):
     both names (`NCCL_SOCKET_IFNAME=eth,ens`) — Gloo still needs the exact name per node.
     """
 
-    facts = ("net",)
 
-    def run(self, facts: Any) -> Iterable[Finding]:
-        net = _net(facts)
-        env = launch_env(facts)
+    def run(self, net: Mapping[str, Any],
+            launch: Mapping[str, Any] | None = None,
+            env: Mapping[str, Any] | None = None,
+            rendezvous: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+        net = _net(net)
+        env = launch_env_of(launch, env)
         itfs = _by_name(net)
         names = list(itfs)
-        best = _suggest(facts, net)
+        best = _suggest(rendezvous, net)
         for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
             if var not in env:
                 continue
@@ -167,11 +169,12 @@ class NET002(Check):
     `export NCCL_IB_HCA==mlx5_0,mlx5_1`; or unset it to let NCCL pick.
     """
 
-    facts = ("net",)
 
-    def run(self, facts: Any) -> Iterable[Finding]:
-        net = _net(facts)
-        raw = launch_env(facts).get("NCCL_IB_HCA")
+    def run(self, net: Mapping[str, Any],
+            launch: Mapping[str, Any] | None = None,
+            env: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+        net = _net(net)
+        raw = launch_env_of(launch, env).get("NCCL_IB_HCA")
         if raw is None:
             raise self.skip("NCCL_IB_HCA is not set")
         hcas = {str(h["hca"]): h for h in net["infiniband"]}
@@ -235,17 +238,21 @@ class NET003(Check):
     `eval "$(k3doctor env --dist-init-addr HEAD:PORT)"`.
     """
 
-    facts = ("net",)
     severity = Severity.WARNING
 
-    def run(self, facts: Any) -> Iterable[Finding]:
-        net = _net(facts)
-        n = nnodes(facts)
+    def run(self, net: Mapping[str, Any],
+            launch: Mapping[str, Any] | None = None,
+            env: Mapping[str, Any] | None = None,
+            rendezvous: Mapping[str, Any] | None = None,
+            cluster: Mapping[str, Any] | None = None,
+            options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+        net = _net(net)
+        n = nnodes_of(launch, options, cluster)
         if n == 1:
             raise self.skip("single-node launch: no cross-node socket traffic")
-        env = launch_env(facts)
+        env = launch_env_of(launch, env)
         cands = [str(c["name"]) for c in candidates(net["interfaces"])]
-        best = _suggest(facts, net)
+        best = _suggest(rendezvous, net)
         if not cands and (n or 0) > 1:
             yield self.finding("no interface on this node can carry cross-node traffic (none up with an address)",
                                evidence={"interfaces": ",".join(_by_name(net))}, severity=Severity.ERROR,
@@ -281,15 +288,19 @@ class NET004(Check):
     cluster IP in `/etc/hosts`.
     """
 
-    facts = ("net",)
 
-    def run(self, facts: Any) -> Iterable[Finding]:
-        host = _net(facts).get("hostname")
+    def run(self, net: Mapping[str, Any],
+            launch: Mapping[str, Any] | None = None,
+            env: Mapping[str, Any] | None = None,
+            rendezvous: Mapping[str, Any] | None = None,
+            cluster: Mapping[str, Any] | None = None,
+            options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+        host = _net(net).get("hostname")
         if not isinstance(host, Mapping):
             raise self.skip("the net fact has no hostname resolution")
-        env = launch_env(facts)
-        n = nnodes(facts)
-        best = _suggest(facts, _net(facts))
+        env = launch_env_of(launch, env)
+        n = nnodes_of(launch, options, cluster)
+        best = _suggest(rendezvous, _net(net))
         ev = {"hostname": str(host.get("name")), "addresses": ",".join(host.get("addresses") or [])}
         if "GLOO_SOCKET_IFNAME" in env:
             return  # Gloo does not use the hostname; NET001 validates the pin
@@ -327,15 +338,17 @@ class NET005(Check):
     open it between nodes. Workers report "refused" until the head is up: run them after it.
     """
 
-    facts = ("rendezvous",)
 
-    def run(self, facts: Any) -> Iterable[Finding]:
-        rdv = _rdv(facts, required=True)
+    def run(self, rendezvous: Mapping[str, Any],
+            launch: Mapping[str, Any] | None = None,
+            cluster: Mapping[str, Any] | None = None,
+            options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+        rdv = _rdv(rendezvous, required=True)
         assert rdv is not None
         ev = {k: (",".join(v) if isinstance(v, list) else v) for k, v in rdv.items()
               if k in ("addr", "host", "port", "resolved", "source_ip", "interface", "role", "side", "error_kind",
                        "reachable", "bindable", "loopback", "node_rank")}
-        n = nnodes(facts)
+        n = nnodes_of(launch, options, cluster)
         if rdv.get("loopback") and (n or 0) > 1:
             yield self.finding(
                 f"--dist-init-addr {rdv.get('addr')} resolves to loopback ({ev.get('resolved')}) in a "
@@ -385,15 +398,19 @@ class NET006(Check):
     config) and on the switches between them.
     """
 
-    facts = ("net",)
     severity = Severity.WARNING
 
-    def run(self, facts: Any) -> Iterable[Finding]:
-        net = _net(facts)
+    def run(self, net: Mapping[str, Any],
+            launch: Mapping[str, Any] | None = None,
+            env: Mapping[str, Any] | None = None,
+            rendezvous: Mapping[str, Any] | None = None,
+            cluster: Mapping[str, Any] | None = None,
+            options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+        net = _net(net)
         itfs = _by_name(net)
-        env = launch_env(facts)
+        env = launch_env_of(launch, env)
         path: dict[str, int] = {}
-        rdv = _rdv(facts)
+        rdv = _rdv(rendezvous)
         route_if = rdv.get("interface") if rdv is not None else None
         if route_if in itfs and itfs[route_if].get("mtu") and route_if != "lo":
             path[str(route_if)] = int(itfs[route_if]["mtu"])
@@ -407,7 +424,7 @@ class NET006(Check):
             yield self.finding(f"interfaces on the cross-node path have different MTUs: {desc}",
                                evidence={k: v for k, v in path.items()},
                                fix=f"set one MTU on all of them, e.g. ip link set dev <iface> mtu {max(path.values())}")
-        cluster = optional(facts, "cluster")
+        cluster = cluster
         nodes = cluster.get("nodes") if isinstance(cluster, Mapping) else None
         per_node: dict[str, int] = {}
         for node in nodes or []:
@@ -446,19 +463,21 @@ class NET007(Check):
     one is routable from every node.
     """
 
-    facts = ("net", "rendezvous")
     severity = Severity.WARNING
 
-    def run(self, facts: Any) -> Iterable[Finding]:
-        net = _net(facts)
-        rdv = _rdv(facts, required=True)
+    def run(self, net: Mapping[str, Any],
+            rendezvous: Mapping[str, Any],
+            launch: Mapping[str, Any] | None = None,
+            env: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+        net = _net(net)
+        rdv = _rdv(rendezvous, required=True)
         assert rdv is not None
         route_if = rdv.get("interface")
         if not route_if:
             raise self.skip("the route to the rendezvous host is unknown")
         if route_if == "lo":
             raise self.skip("the rendezvous host is this node's loopback")
-        env = launch_env(facts)
+        env = launch_env_of(launch, env)
         names = list(_by_name(net))
         for var in ("GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
             if var not in env:

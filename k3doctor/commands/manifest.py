@@ -78,6 +78,7 @@ def verify(model_dir: str, manifest_path: str, jobs: int | None, hf_repo: str | 
     """
     import sys
 
+    from ..check import call_run
     from ..checks.ckpt import CKPT001, CKPT009
     from ..ckpt.progress import rich_progress
     from ..ckpt.scan import scan_checkpoint
@@ -92,7 +93,7 @@ def verify(model_dir: str, manifest_path: str, jobs: int | None, hf_repo: str | 
     worst = None
     for cls in (CKPT001, CKPT009):
         try:
-            findings = list(cls().run(facts))
+            findings = list(call_run(cls(), facts))
         except Skip:
             continue
         for f in findings:

@@ -191,12 +191,13 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
     except ValueError as exc:
         _fail(str(exc))
 
+    from ..check import call_run
     from ..checks.mem import CHECKS
 
     findings: list[Any] = []
     for cls in CHECKS:
         try:
-            findings.extend(cls().run(facts))  # type: ignore[arg-type]
+            findings.extend(call_run(cls(), facts))  # type: ignore[arg-type]
         except Skip:
             continue
     log_doc: dict[str, Any] | None = None
