@@ -97,8 +97,7 @@ class NET001(Check):
     """
 
 
-    def run(self, net: Mapping[str, Any],
-            launch: Mapping[str, Any] | None = None,
+    def run(self, net: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
             env: Mapping[str, Any] | None = None,
             rendezvous: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
@@ -170,8 +169,7 @@ class NET002(Check):
     """
 
 
-    def run(self, net: Mapping[str, Any],
-            launch: Mapping[str, Any] | None = None,
+    def run(self, net: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
             env: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
         raw = launch_env_of(launch, env).get("NCCL_IB_HCA")
@@ -240,10 +238,8 @@ class NET003(Check):
 
     severity = Severity.WARNING
 
-    def run(self, net: Mapping[str, Any],
-            launch: Mapping[str, Any] | None = None,
-            env: Mapping[str, Any] | None = None,
-            rendezvous: Mapping[str, Any] | None = None,
+    def run(self, net: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+            env: Mapping[str, Any] | None = None, rendezvous: Mapping[str, Any] | None = None,
             cluster: Mapping[str, Any] | None = None,
             options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
@@ -289,10 +285,8 @@ class NET004(Check):
     """
 
 
-    def run(self, net: Mapping[str, Any],
-            launch: Mapping[str, Any] | None = None,
-            env: Mapping[str, Any] | None = None,
-            rendezvous: Mapping[str, Any] | None = None,
+    def run(self, net: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+            env: Mapping[str, Any] | None = None, rendezvous: Mapping[str, Any] | None = None,
             cluster: Mapping[str, Any] | None = None,
             options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         host = _net(net).get("hostname")
@@ -339,8 +333,7 @@ class NET005(Check):
     """
 
 
-    def run(self, rendezvous: Mapping[str, Any],
-            launch: Mapping[str, Any] | None = None,
+    def run(self, rendezvous: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
             cluster: Mapping[str, Any] | None = None,
             options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         rdv = _rdv(rendezvous, required=True)
@@ -400,10 +393,8 @@ class NET006(Check):
 
     severity = Severity.WARNING
 
-    def run(self, net: Mapping[str, Any],
-            launch: Mapping[str, Any] | None = None,
-            env: Mapping[str, Any] | None = None,
-            rendezvous: Mapping[str, Any] | None = None,
+    def run(self, net: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+            env: Mapping[str, Any] | None = None, rendezvous: Mapping[str, Any] | None = None,
             cluster: Mapping[str, Any] | None = None,
             options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
@@ -465,8 +456,7 @@ class NET007(Check):
 
     severity = Severity.WARNING
 
-    def run(self, net: Mapping[str, Any],
-            rendezvous: Mapping[str, Any],
+    def run(self, net: Mapping[str, Any], rendezvous: Mapping[str, Any],
             launch: Mapping[str, Any] | None = None,
             env: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
