@@ -11,6 +11,8 @@ checked against them, the ones that failed the seed's deployment late:
 
 from __future__ import annotations
 
+import sys
+
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +98,7 @@ def _print_command(title: str, launch: list[str], focus: list[str]) -> None:
     from ..cli import color_enabled
     from ..reporters.text import make_console
 
-    out = click.get_text_stream("stdout")
+    out = sys.stdout  # click.get_text_stream is deprecated (Click 8.5); CliRunner swaps sys.stdout too
     console = make_console(out, color_enabled(out))
     console.rule(title, style="bold")
     console.print("$ " + " ".join(launch), style="dim", highlight=False, markup=False)

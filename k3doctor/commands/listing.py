@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import json
 
 import click
@@ -39,7 +41,7 @@ def command(fmt: str, targets: bool) -> None:
     from ..cli import color_enabled
     from ..reporters.text import make_console
 
-    out = click.get_text_stream("stdout")
+    out = sys.stdout  # click.get_text_stream is deprecated (Click 8.5); CliRunner swaps sys.stdout too
     console = make_console(out, color_enabled(out))
     table = Table(header_style="bold", show_lines=False)
     for col in ("code", "severity", "title", "requires"):

@@ -258,5 +258,5 @@ def emit_report(report: Any, fmt: str, output: str | None, verbose: bool) -> Non
         sys.stderr.write(f"k3doctor: wrote {fmt} report to {output} ({c['error']} errors, "
                          f"{c['warning']} warnings; exit {report.exit_code})\n")
         return
-    out = click.get_text_stream("stdout")
+    out = sys.stdout  # click.get_text_stream is deprecated (Click 8.5); CliRunner swaps sys.stdout too
     reporter.render(report, out, color=color_enabled(out) if fmt == "rich" else False, verbose=verbose)
