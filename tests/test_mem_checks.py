@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from k3doctor.check import call_run
 from k3doctor.checks.mem import CHECKS, MEM001, MEM002, MEM003, MEM004, MEM005
 from k3doctor.facts import Facts
 from k3doctor.model import Severity, Skip
@@ -22,7 +23,7 @@ def _facts(launch, *, gpu="h200-141g", **options):
 
 
 def _run(cls, facts):
-    return list(cls().run(facts))
+    return list(call_run(cls(), facts))
 
 
 def test_check_metadata():

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
-from ..check import Check, module_checks
+from ..check import Check, FactsLike, module_checks
 from ..model import Finding, Severity
 
 from ..units import GiB, gib as _gib
@@ -89,10 +89,9 @@ class MEM001(Check):
     lower-precision checkpoint, or a higher memory fraction when the shortfall is small.
     """
 
-    facts = ("launch", "gpu")
     severity = Severity.ERROR
 
-    def run(self, facts: Any) -> Iterator[Finding]:
+    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], facts: FactsLike) -> Iterator[Finding]:
         plan = _plan(facts)
         if plan.weights_fit:
             return
@@ -146,10 +145,9 @@ class MEM002(Check):
     finding), use an FP8 KV cache, raise the memory fraction, or add GPUs.
     """
 
-    facts = ("launch", "gpu")
     severity = Severity.ERROR
 
-    def run(self, facts: Any) -> Iterator[Finding]:
+    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], facts: FactsLike) -> Iterator[Finding]:
         plan = _plan(facts)
         if not plan.weights_fit or plan.kv_fits or plan.header_only:
             return
@@ -194,10 +192,9 @@ class MEM003(Check):
     (`VLLM_FASTSAFETENSORS_QUEUE_SIZE=-1`), or more GPUs.
     """
 
-    facts = ("launch", "gpu")
     severity = Severity.ERROR
 
-    def run(self, facts: Any) -> Iterator[Finding]:
+    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], facts: FactsLike) -> Iterator[Finding]:
         plan = _plan(facts)
         if plan.load_fits:
             return
@@ -234,10 +231,9 @@ class MEM004(Check):
     named, or use a build without the padding.
     """
 
-    facts = ("launch", "gpu")
     severity = Severity.WARNING
 
-    def run(self, facts: Any) -> Iterator[Finding]:
+    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], facts: FactsLike) -> Iterator[Finding]:
         from dataclasses import replace
 
         from ..memory.inventory import inventory_for_facts
@@ -292,10 +288,11 @@ class MEM005(Check):
     the MoE backend / loader version named in the finding.
     """
 
-    facts = ("launch", "gpu")
     severity = Severity.WARNING
 
-    def run(self, facts: Any) -> Iterator[Finding]:
+    def run(self, facts: FactsLike, launch: Mapping[str, Any] | None = None,
+            gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        # the measured figure is asked for first (its absence is the usual reason to skip)
         measured = facts.option("measured_bytes")
         if measured is None and facts.option("measured_gib") is not None:
             measured = float(facts.option("measured_gib")) * GiB
