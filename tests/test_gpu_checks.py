@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from k3doctor.check import Check
+from k3doctor.check import Check, call_run
 from k3doctor.checks import gpu as gpu_checks
 from k3doctor.checks.gpu import (
     CHECKS,
@@ -90,7 +90,7 @@ def hgx_fact(gpus: int = 8) -> dict[str, Any]:
 
 def run(check: type[Check], gpu: dict[str, Any] | None = None, options: dict[str, Any] | None = None, **facts: Any) -> list[Finding]:
     values = {"gpu": reading_fact() if gpu is None else gpu, **facts}
-    return list(check().run(Facts(values, options=options or {})))
+    return list(call_run(check(), Facts(values, options=options or {})))
 
 
 def skipped(check: type[Check], gpu: dict[str, Any] | None = None, **facts: Any) -> str:

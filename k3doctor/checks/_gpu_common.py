@@ -51,8 +51,8 @@ def _optional(facts: Any, name: str) -> Any:
         return None
 
 
-def _gpu(facts: Any) -> dict[str, Any]:
-    gpu = facts.get("gpu")
+def _gpu(gpu: Any) -> dict[str, Any]:
+    """The gpu fact when NVML answered, else Skip naming GPU001 (also when there is no gpu fact)."""
     if not isinstance(gpu, Mapping) or not gpu.get("ok"):
         reason = gpu.get("error") if isinstance(gpu, Mapping) else "no gpu fact"
         raise Skip(f"requires GPU001 (NVML not reachable: {reason})")
@@ -93,13 +93,11 @@ def _gb(value: int | float | None) -> str:
     return "?" if value is None else f"{value / GB:.1f} GB"
 
 
-def _env(facts: Any) -> dict[str, str]:
+def _env(env: Any, launch: Any) -> dict[str, str]:
     """Process env (``env`` fact) overlaid by the launch command's own env (what the engine sees)."""
     merged: dict[str, str] = {}
-    env = _optional(facts, "env")
     if isinstance(env, Mapping):
         merged.update({str(k): str(v) for k, v in env.items() if v is not None})
-    launch = _optional(facts, "launch")
     if isinstance(launch, Mapping) and isinstance(launch.get("env"), Mapping):
         merged.update({str(k): str(v) for k, v in launch["env"].items() if v is not None})
     return merged

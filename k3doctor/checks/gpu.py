@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any, Iterator, Mapping
 
-from ..check import Check, module_checks
+from ..check import Check, FactsLike, module_checks
 from ..model import Finding, Severity
 from ._gpu_common import (  # noqa: F401 - the family's shared constants and helpers
     CUDA_CONTEXT_BYTES, FREE_MEMORY_RATIO, GB, HW_THROTTLE_BITS, SGLANG_IMBALANCE_RATIO,
@@ -67,10 +67,8 @@ class GPU001(Check):
     - `pynvml is not importable`: `pip install nvidia-ml-py`.
     """
 
-    facts = ("gpu",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        gpu = facts.get("gpu")
+    def run(self, gpu: Mapping[str, Any]) -> Iterator[Finding]:
         if not isinstance(gpu, Mapping):
             yield self.finding("the gpu fact is malformed (not an object)", fix="re-create the snapshot")
             return
@@ -141,17 +139,17 @@ class GPU002(Check):
     - Fix `CUDA_VISIBLE_DEVICES` (it stops at the first index or UUID that does not exist).
     """
 
-    facts = ("gpu",)
     requires = ("GPU001",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        devices = _devices(_gpu(facts))
-        env = _env(facts)
+    def run(self, gpu: Mapping[str, Any] | None = None, launch: Mapping[str, Any] | None = None,
+            env: Mapping[str, Any] | None = None,
+            options: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        devices = _devices(_gpu(gpu))
+        env = _env(env, launch)
         cvd = env.get("CUDA_VISIBLE_DEVICES")
         visible = visible_device_indices(devices, cvd)
-        launch = _optional(facts, "launch")
         launch = launch if isinstance(launch, Mapping) else None
-        option = facts.option("gpus_per_node") if hasattr(facts, "option") else None
+        option = (options or {}).get("gpus_per_node")
         evidence: dict[str, Any] = {
             "gpus_on_node": len(devices),
             "gpus_visible": len(visible),
@@ -232,12 +230,11 @@ class GPU003(Check):
     indices of one model), or move the odd card to another node.
     """
 
-    facts = ("gpu",)
     requires = ("GPU001",)
     severity = Severity.INFO
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        devices = _devices(_gpu(facts))
+    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        devices = _devices(_gpu(gpu))
         missing = [d for d in devices if not isinstance(d.get("cc"), (list, tuple))]
         groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for device in devices:
@@ -306,11 +303,10 @@ class GPU011(Check):
     upgrade the NVIDIA driver to a branch that supports the wheel's CUDA.
     """
 
-    facts = ("gpu", "packages")
     requires = ("GPU001",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        gpu = _gpu(facts)
+    def run(self, facts: FactsLike, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        gpu = _gpu(gpu)
         driver_cuda = gpu.get("cuda_driver")
         if not isinstance(driver_cuda, int):
             raise _unknown(gpu, "the driver's CUDA version")
@@ -384,18 +380,17 @@ class GPU012(Check):
     `SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0`; for vLLM lower `--gpu-memory-utilization`.
     """
 
-    facts = ("gpu",)
     requires = ("GPU001",)
     severity = Severity.WARNING
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        gpu = _gpu(facts)
+    def run(self, gpu: Mapping[str, Any] | None = None, launch: Mapping[str, Any] | None = None,
+            env: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        gpu = _gpu(gpu)
         devices = _with(gpu, _devices(gpu), "memory_total", "memory_free", what="memory usage")
-        launch = _optional(facts, "launch")
         launch = launch if isinstance(launch, Mapping) else {}
         yield from self._processes(devices)
         yield from self._low_free(devices)
-        yield from self._imbalance(devices, launch, _env(facts))
+        yield from self._imbalance(devices, launch, _env(env, launch))
         yield from self._vllm_budget(devices, launch)
 
     def _processes(self, devices: list[dict[str, Any]]) -> Iterator[Finding]:

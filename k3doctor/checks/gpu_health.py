@@ -36,11 +36,10 @@ class GPU004(Check):
     - ECC off: `sudo nvidia-smi -i N -e 1`, then reset or reboot.
     """
 
-    facts = ("gpu",)
     requires = ("GPU001",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        gpu = _gpu(facts)
+    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        gpu = _gpu(gpu)
         devices = _devices(gpu)
         keys = ("ecc_current", "ecc_volatile_uncorrected", "remapped_rows")
         if not any(d.get(k) is not None for d in devices for k in keys):
@@ -132,11 +131,10 @@ class GPU005(Check):
     `sudo nvidia-smi -i N -mig 0`, then `sudo nvidia-smi -r -i N` (or reboot).
     """
 
-    facts = ("gpu",)
     requires = ("GPU001",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        gpu = _gpu(facts)
+    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        gpu = _gpu(gpu)
         devices = _with(gpu, _devices(gpu), "mig_current", what="MIG mode")
         on = [d for d in devices if d.get("mig_current")]
         pending = [d for d in devices if not d.get("mig_current") and d.get("mig_pending")]
@@ -174,12 +172,11 @@ class GPU006(Check):
     `sudo systemctl enable --now nvidia-persistenced` (preferred) or `sudo nvidia-smi -pm 1`.
     """
 
-    facts = ("gpu",)
     requires = ("GPU001",)
     severity = Severity.WARNING
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        gpu = _gpu(facts)
+    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        gpu = _gpu(gpu)
         devices = _with(gpu, _devices(gpu), "persistence", what="persistence mode")
         off = [d for d in devices if d.get("persistence") is False]
         if off:
@@ -209,12 +206,11 @@ class GPU007(Check):
     GPU/riser, check the BIOS PCIe settings; report it to the hardware owner.
     """
 
-    facts = ("gpu",)
     requires = ("GPU001",)
     severity = Severity.WARNING
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        gpu = _gpu(facts)
+    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        gpu = _gpu(gpu)
         devices = _with(gpu, _devices(gpu), "pcie_width", "pcie_max_width", what="the PCIe link width")
         for device in devices:
             width, max_width = int(device["pcie_width"]), int(device["pcie_max_width"])
@@ -266,11 +262,10 @@ class GPU008(Check):
     -i N`) or reboot; persistent link errors need hardware service.
     """
 
-    facts = ("gpu",)
     requires = ("GPU001",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        gpu = _gpu(facts)
+    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        gpu = _gpu(gpu)
         devices = _devices(gpu)
         if all(d.get("nvlink") is None for d in devices):
             raise _unknown(gpu, "NVLink state")
@@ -322,12 +317,11 @@ class GPU009(Check):
     temperature) and the PSUs / power-brake cabling; report to the hardware owner.
     """
 
-    facts = ("gpu",)
     requires = ("GPU001",)
     severity = Severity.WARNING
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        gpu = _gpu(facts)
+    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        gpu = _gpu(gpu)
         devices = _with(gpu, _devices(gpu), "throttle_reasons", what="clock throttle reasons")
         for device in devices:
             mask = int(device["throttle_reasons"])
@@ -381,11 +375,10 @@ class GPU010(Check):
     GB200/GB300 also check the IMEX service (`nvidia-imex`).
     """
 
-    facts = ("gpu",)
     requires = ("GPU001",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        gpu = _gpu(facts)
+    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        gpu = _gpu(gpu)
         devices = _devices(gpu)
         reported = [d for d in devices if isinstance(d.get("fabric"), Mapping)]
         if not reported and gpu.get("source") == "target":
