@@ -513,7 +513,9 @@ def _unwrap_docker(words: list[str], env: dict[str, str]) -> list[str]:
     for key, entry in _ENGINE_IMAGES:
         if key in image:
             return entry + rest
-    return words
+    raise LaunchError(f"`docker run … {image}` runs no engine command k3doctor knows; put the engine command "
+                      f"after the image (`docker run … {image} python3 -m sglang.launch_server …` or "
+                      "`… vllm serve …`), or use the vllm/vllm-openai image, whose entrypoint is `vllm serve`")
 
 
 _LLM_KWARG = re.compile(r"\b(\w{1,60})\s{0,3}=\s{0,3}('[^']{0,500}'|\"[^\"]{0,500}\"|[\w.+-]{1,100})")

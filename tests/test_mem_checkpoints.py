@@ -307,3 +307,19 @@ def test_docker_env_reaches_the_launch_env():
     d = parse_launch(shlex.split("docker run -e VLLM_PP_LAYER_PARTITION=10,22 --gpus all vllm/vllm-openai "
                                  "m -pp 2")).to_dict()
     assert d["env"]["VLLM_PP_LAYER_PARTITION"] == "10,22"
+
+
+def test_docker_without_an_engine_command_says_what_to_write():
+    from k3doctor.launch import LaunchError
+
+    with pytest.raises(LaunchError, match="put the engine command after the image"):
+        parse_launch(shlex.split("docker run --gpus all ubuntu bash"))
+
+
+def test_modelopt_side_file_beside_a_config_file(tmp_path: Path):
+    cfg = tmp_path / "m.json"
+    cfg.write_text(json.dumps(LLAMA_8B))
+    (tmp_path / "m.hf_quant_config.json").write_text(json.dumps({"quantization": {"quant_algo": "FP8"}}))
+    assert parse_quant(read_config_any(cfg)).method == "fp8_tensor"
+    (tmp_path / "m.hf_quant_config.json").write_text("{broken")
+    assert read_config_any(cfg).get("quantization_config") is None  # a broken side file is ignored

@@ -41,16 +41,6 @@ TORCH_CUDA_TAGS = (118, 121, 124, 126, 128, 129, 130)
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def _optional(facts: Any, name: str) -> Any:
-    """The fact, or ``None`` when it is unknown or its probe failed."""
-    try:
-        return facts.get(name)
-    except Skip:
-        return None
-    except Exception:  # noqa: BLE001 - a failed probe is reported by the runner, not here
-        return None
-
-
 def _gpu(gpu: Any) -> dict[str, Any]:
     """The gpu fact when NVML answered, else Skip naming GPU001 (also when there is no gpu fact)."""
     if not isinstance(gpu, Mapping) or not gpu.get("ok"):

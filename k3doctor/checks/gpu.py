@@ -16,7 +16,7 @@ from ..model import Finding, Severity
 from ._gpu_common import (  # noqa: F401 - the family's shared constants and helpers
     CUDA_CONTEXT_BYTES, FREE_MEMORY_RATIO, GB, HW_THROTTLE_BITS, SGLANG_IMBALANCE_RATIO,
     THROTTLE_BITS, TORCH_CUDA_TAGS, _cuda_version_text, _devices, _env, _falsy, _gb, _gpu,
-    _index_list, _optional, _parse_cuda_version, _subject, _truthy, _unknown, _with,
+    _index_list, _parse_cuda_version, _subject, _truthy, _unknown, _with,
     visible_device_indices,
 )
 from .gpu_health import GPU004, GPU005, GPU006, GPU007, GPU008, GPU009, GPU010, throttle_names  # noqa: F401

@@ -1,18 +1,14 @@
-"""How many ranks write a node's caches, and which environment the launch sees (pure, facts-in)."""
+"""How many ranks write a node's caches, and which environment the launch sees.
+
+Pure functions of fact values (the ``launch``, ``env``, ``gpu`` and ``cluster`` facts and the
+command-line options) for the signature-style checks, which receive those values by name.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-__all__ = ["optional", "launch_env", "engine", "nnodes", "ranks_per_node", "node_rank"]
-
-
-def optional(facts: Any, name: str) -> Any:
-    """``facts.get(name)`` or None when the fact is missing or its probe failed."""
-    try:
-        return facts.get(name) if facts.has(name) else None
-    except Exception:  # noqa: BLE001 - Skip / ProbeError: the fact is simply unknown here
-        return None
+__all__ = ["launch_env_of", "nnodes_of", "ranks_per_node_of"]
 
 
 def _int(value: Any) -> int | None:
@@ -25,36 +21,13 @@ def _int(value: Any) -> int | None:
     return None
 
 
-def launch_env(facts: Any) -> dict[str, str]:
-    """The launch's environment (``launch["env"]``) when a launch is given, else the ``env`` fact."""
-    return launch_env_of(optional(facts, "launch"), optional(facts, "env"))
-
-
 def launch_env_of(launch: Any, env: Any = None) -> dict[str, str]:
-    """:func:`launch_env` from the fact values themselves (signature-style checks)."""
+    """The launch's environment (``launch["env"]``) when a launch is given, else the ``env`` fact."""
     if isinstance(launch, Mapping) and isinstance(launch.get("env"), Mapping):
         return {str(k): str(v) for k, v in launch["env"].items() if v is not None}
     if isinstance(env, Mapping):
         return {str(k): str(v) for k, v in env.items() if v is not None}
     return {}
-
-
-def engine(facts: Any) -> str | None:
-    launch = optional(facts, "launch")
-    if isinstance(launch, Mapping) and launch.get("engine"):
-        return str(launch["engine"]).lower()
-    return None
-
-
-def _option(facts: Any, name: str) -> Any:
-    try:
-        return facts.option(name)
-    except Exception:  # noqa: BLE001 - a facts object without options
-        return None
-
-
-def nnodes(facts: Any) -> int | None:
-    return nnodes_of(optional(facts, "launch"), {"nnodes": _option(facts, "nnodes")}, optional(facts, "cluster"))
 
 
 def nnodes_of(launch: Any, options: Mapping[str, Any] | None = None, cluster: Any = None) -> int | None:
@@ -71,23 +44,8 @@ def nnodes_of(launch: Any, options: Mapping[str, Any] | None = None, cluster: An
     return None
 
 
-def node_rank(facts: Any) -> int | None:
-    r = _int(_option(facts, "node_rank"))
-    if r is not None:
-        return r
-    launch = optional(facts, "launch")
-    if isinstance(launch, Mapping):
-        return _int(launch.get("node_rank"))
-    return None
-
-
-def ranks_per_node(facts: Any) -> tuple[int | None, str]:
-    """``(ranks, how)``: processes per node that run kernels — gpus_per_node, the plan, or the GPUs seen."""
-    return ranks_per_node_of(optional(facts, "launch"), optional(facts, "gpu"))
-
-
 def ranks_per_node_of(launch: Any, gpu: Any = None) -> tuple[int | None, str]:
-    """:func:`ranks_per_node` from the fact values themselves (signature-style checks)."""
+    """``(ranks, how)``: processes per node that run kernels — gpus_per_node, the plan, or the GPUs seen."""
     if isinstance(launch, Mapping):
         g = _int(launch.get("gpus_per_node"))
         if g:

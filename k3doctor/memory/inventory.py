@@ -212,18 +212,29 @@ def read_config_any(path: str | os.PathLike[str]) -> dict[str, Any] | None:
             if not cp.is_file():
                 return None
             cfg = _json_file(cp)
-        hq = p / "hf_quant_config.json"  # ModelOpt keeps its quantisation beside config.json
-        if isinstance(cfg, dict) and not cfg.get("quantization_config") and hq.is_file():
+        return _with_hf_quant(cfg, [p / "hf_quant_config.json"])
+    if p.is_file():
+        # ModelOpt's side file: hf_quant_config.json beside config.json, or <name>.hf_quant_config.json
+        return _with_hf_quant(_json_file(p), [p.with_name(p.stem + ".hf_quant_config.json"),
+                                              p.with_name("hf_quant_config.json")])
+    return load_known_config(str(path))
+
+
+def _with_hf_quant(cfg: Any, candidates: list[Path]) -> Any:
+    """``cfg`` with ModelOpt's quantisation merged from the first side file that exists (engines read
+    ``hf_quant_config.json`` when config.json has no ``quantization_config``); a broken side file
+    leaves config.json as it is."""
+    if not isinstance(cfg, dict) or cfg.get("quantization_config"):
+        return cfg
+    for hq in candidates:
+        if hq.is_file():
             from .quantscheme import merge_hf_quant_config
 
             try:
-                cfg = merge_hf_quant_config(cfg, _json_file(hq))
-            except Exception:  # noqa: BLE001 - a broken side file leaves config.json as is
-                pass
-        return cfg
-    if p.is_file():
-        return _json_file(p)
-    return load_known_config(str(path))
+                return merge_hf_quant_config(cfg, _json_file(hq))
+            except Exception:  # noqa: BLE001
+                return cfg
+    return cfg
 
 
 def _json_file(p: Path) -> dict[str, Any]:
@@ -625,10 +636,10 @@ def with_launch_quantization_inventory(inv: Inventory, launch: Mapping[str, Any]
     (``--quantization fp8`` / ``bitsandbytes`` on an unquantised checkpoint): a config-built
     inventory is rebuilt with that scheme; a header inventory is kept, with a note (its bytes
     are the checkpoint's, larger than what the engine keeps)."""
-    from .quantscheme import _ONLINE, with_launch_quantization
+    from .quantscheme import ONLINE_QUANTIZATION, with_launch_quantization
 
     flag = str(launch.get("quantization") or "").lower()
-    if flag not in _ONLINE or inv.config is None:
+    if flag not in ONLINE_QUANTIZATION or inv.config is None:
         return inv
     cfg = with_launch_quantization(inv.config, flag)
     if cfg.get("quantization_config") == inv.config.get("quantization_config"):

@@ -51,18 +51,8 @@ from dataclasses import dataclass, field
 from math import ceil
 from typing import Any, Mapping
 
-__all__ = ["QuantScheme", "parse_quant", "linear_tensors", "QUANT_LABELS", "with_launch_quantization",
+__all__ = ["QuantScheme", "parse_quant", "linear_tensors", "with_launch_quantization", "ONLINE_QUANTIZATION",
            "merge_hf_quant_config"]
-
-#: display names of the formats
-QUANT_LABELS: dict[str, str] = {
-    "bf16": "unquantised", "fp8_block": "FP8 block-wise", "fp8_channel": "FP8 per-channel",
-    "fp8_tensor": "FP8 per-tensor", "awq": "AWQ", "gptq": "GPTQ", "ct_pack": "compressed-tensors W4A16/W8A16",
-    "ct_int8": "compressed-tensors W8A8 INT8", "nvfp4": "ModelOpt NVFP4", "nvfp4_ct": "compressed-tensors NVFP4",
-    "mxfp4_ct": "compressed-tensors MXFP4", "mxfp4": "MXFP4 (gpt-oss)", "bnb4": "bitsandbytes 4-bit",
-    "bnb8": "bitsandbytes 8-bit",
-}
-
 
 @dataclass(frozen=True)
 class QuantScheme:
@@ -340,7 +330,7 @@ def linear_tensors(prefix: str, out: int, inp: int, scheme: QuantScheme, kind: s
 
 
 #: ``--quantization`` values that quantise an unquantised checkpoint while loading (online)
-_ONLINE: dict[str, dict[str, Any]] = {
+ONLINE_QUANTIZATION: dict[str, dict[str, Any]] = {
     "fp8": {"quant_method": "fp8", "activation_scheme": "dynamic"},
     # vLLM's in-flight bitsandbytes quantises with compress_statistics=True (nested absmax)
     "bitsandbytes": {"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_blocksize": 64,
@@ -359,9 +349,9 @@ def with_launch_quantization(cfg: Mapping[str, Any], flag: Any) -> dict[str, Any
     key = str(flag).lower()
     target = out.get("text_config") if isinstance(out.get("text_config"), Mapping) and "hidden_size" not in out else None
     has = out.get("quantization_config") or (target or {}).get("quantization_config")
-    if has or key not in _ONLINE:
+    if has or key not in ONLINE_QUANTIZATION:
         return out
-    out["quantization_config"] = dict(_ONLINE[key])
+    out["quantization_config"] = dict(ONLINE_QUANTIZATION[key])
     return out
 
 

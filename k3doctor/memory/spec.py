@@ -185,9 +185,8 @@ class ModelSpec:
         return 2 * self.kv_heads * self.head_dim * dtype_bytes
 
 
-def _quant(cfg: Mapping[str, Any]) -> tuple[str, tuple[int, int]]:
-    """(legacy quant name, block) of a config: see :func:`.quantscheme.parse_quant`."""
-    q = parse_quant(cfg)
+def _quant(q: QuantScheme) -> tuple[str, tuple[int, int]]:
+    """(legacy quant name, block) of a parsed scheme (``spec.quant`` / ``spec.quant_block``)."""
     return q.legacy, q.block if q.method == "fp8_block" else ((1, q.group) if q.quantised else (128, 128))
 
 
@@ -293,7 +292,7 @@ def _generic_spec(cfg: Mapping[str, Any], arch: str, mt: str, base: dict[str, An
     if missing:
         raise UnknownArchitecture(
             f"architecture {arch!r} (model_type {mt!r}) is not in the table and config.json lacks "
-            f"{', '.join(missing)} for the generic projection", missing=missing)
+            f"{', '.join(missing)} (or has them as non-numbers) for the generic projection", missing=missing)
     H, L, nh = int(got["hidden"]), int(got["layers"]), int(got["heads"])
     kvh = _first(cfg, "num_key_value_heads", "num_kv_heads", "multi_query_group_num", "n_head_kv")
     if kvh is None and cfg.get("multi_query"):
@@ -413,15 +412,8 @@ def _spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
         cfg = dict(top["text_config"])
         cfg.setdefault("quantization_config", top.get("quantization_config"))
         mt = str(cfg.get("model_type", mt)).lower()
-    quant, block = _quant(cfg)
     qscheme = parse_quant(cfg)
-
-    def need(*keys: str) -> None:
-        missing = [k for k in keys if cfg.get(k) is None]
-        if missing:
-            raise UnknownArchitecture(
-                f"config.json ({arch}) lacks {', '.join(missing)}", missing=missing
-            )
+    quant, block = _quant(qscheme)
 
     tie = cfg.get("tie_word_embeddings", top.get("tie_word_embeddings"))
     if tie is None:  # absent: the config class's default (Gemma ties, the table's families do not)
@@ -568,7 +560,8 @@ def _kimi_k3(cfg: Mapping[str, Any], arch: str, top: Mapping[str, Any]) -> Model
     if sorted(kda + full) != list(range(L)):
         raise UnknownArchitecture("Kimi-K3 linear_attn_config kda_layers + full_attn_layers do not partition 1..num_hidden_layers",
                                   missing=["linear_attn_config.kda_layers", "linear_attn_config.full_attn_layers"])
-    quant, block = _quant(cfg)
+    qscheme = parse_quant(cfg)
+    quant, block = _quant(qscheme)
     fk = int(cfg.get("first_k_dense_replace") or 0)
     moe_int = int(cfg["moe_intermediate_size"])
     return ModelSpec(
@@ -583,5 +576,6 @@ def _kimi_k3(cfg: Mapping[str, Any], arch: str, top: Mapping[str, Any]) -> Model
         latent=int(cfg["routed_expert_hidden_size"]), kda_layers=kda, mla_layers=full,
         kda_heads=int(lac.get("num_heads") or 0), kda_head_dim=int(lac.get("head_dim") or 0),
         kda_conv=int(lac.get("short_conv_kernel_size") or 4), vision=bool(top.get("vision_config")),
-        quant=quant, quant_block=block, max_position=int(cfg.get("max_position_embeddings") or 0), raw=top,
+        quant=quant, quant_block=block, qscheme=qscheme, max_position=int(cfg.get("max_position_embeddings") or 0),
+        raw=top,
     )

@@ -9,7 +9,6 @@ DeepSeek/Kimi-K2 FP8-block with ``weight_scale_inv``; compressed-tensors INT4 ``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
 from typing import Iterator
 
 from .quantscheme import QuantScheme, linear_tensors
@@ -42,30 +41,6 @@ def tensor_nbytes(dtype: str, shape: tuple[int, ...]) -> int:
 
 def _t(name: str, dtype: str, shape: tuple[int, ...], shard: str = "") -> Tensor:
     return Tensor(name, dtype, tuple(shape), tensor_nbytes(dtype, tuple(shape)), shard)
-
-
-def _lin(prefix: str, out: int, inp: int, q: str, block: tuple[int, int] = (128, 128), bias: bool = False,
-         shard: str = "") -> list[Tensor]:
-    """One Linear layer's tensors under quantisation scheme ``q``."""
-    ts: list[Tensor]
-    if q == "fp8_block":
-        ts = [_t(f"{prefix}.weight", "F8_E4M3", (out, inp), shard),
-              _t(f"{prefix}.weight_scale_inv", "F32", (ceil(out / block[0]), ceil(inp / block[1])), shard)]
-    elif q == "fp8_channel":
-        ts = [_t(f"{prefix}.weight", "F8_E4M3", (out, inp), shard), _t(f"{prefix}.weight_scale", "F32", (out, 1), shard)]
-    elif q == "nvfp4":
-        ts = [_t(f"{prefix}.weight", "U8", (out, inp // 2), shard), _t(f"{prefix}.weight_scale", "F8_E4M3", (out, inp // 16), shard),
-              _t(f"{prefix}.weight_scale_2", "F32", (), shard), _t(f"{prefix}.input_scale", "F32", (), shard)]
-    elif q == "int4_ct":
-        ts = [_t(f"{prefix}.weight_packed", "I32", (out, inp // 8), shard), _t(f"{prefix}.weight_scale", "BF16", (out, inp // 32), shard),
-              _t(f"{prefix}.weight_shape", "I32", (2,), shard)]
-    elif q == "mxfp4_ct":
-        ts = [_t(f"{prefix}.weight_packed", "U8", (out, inp // 2), shard), _t(f"{prefix}.weight_scale", "U8", (out, inp // 32), shard)]
-    else:
-        ts = [_t(f"{prefix}.weight", "BF16", (out, inp), shard)]
-    if bias:
-        ts.append(_t(f"{prefix}.bias", "BF16", (out,), shard))
-    return ts
 
 
 def _qlin(prefix: str, out: int, inp: int, scheme: QuantScheme, kind: str, bias: bool = False) -> list[Tensor]:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .inventory import load_inventory
+from .inventory import load_inventory, read_config_any, with_launch_quantization_inventory
 from .plan import compute_plan, parallel_from_launch, resolve_gpu
 
 from ..units import GiB
@@ -38,18 +38,10 @@ def _argv(launch: str) -> list[str]:
 
 
 def _config(rec: dict[str, Any]) -> dict[str, Any] | None:
-    """The receipt's config: a path under the repository (receipt configs), else a known id."""
-    ref = rec.get("config") or rec["model"]
-    from .quantscheme import merge_hf_quant_config
-
-    p = ROOT / ref
-    if p.is_file():
-        cfg = json.loads(p.read_text(encoding="utf-8"))
-        hq = p.with_name(p.stem + ".hf_quant_config.json")
-        if hq.is_file():
-            cfg = merge_hf_quant_config(cfg, json.loads(hq.read_text(encoding="utf-8")))
-        return cfg
-    return None
+    """The receipt's config when it names a file under the repository (receipt configs, with a
+    ModelOpt side file if there is one), else None (a known id is read by load_inventory)."""
+    p = ROOT / (rec.get("config") or rec["model"])
+    return read_config_any(p) if p.is_file() else None
 
 
 def _gpu(name: str | None) -> Any:
@@ -64,8 +56,6 @@ def evaluate(rec: dict[str, Any]) -> dict[str, Any]:
     projection refused."""
     from k3doctor.launch import parse_launch
 
-    from .quantscheme import with_launch_quantization
-
     out: dict[str, Any] = {"id": rec["id"], "engine": rec["engine"], "model": rec["model"], "gpu": rec.get("gpu"),
                            "groups": list(rec.get("groups") or []), "measured_gib": float(rec["measured"]["weights_gib"])}
     argv = _argv(rec["launch"])
@@ -76,15 +66,8 @@ def evaluate(rec: dict[str, Any]) -> dict[str, Any]:
     launch["engine"] = rec["engine"]
     try:
         cfg = _config(rec)
-        if cfg is not None:
-            cfg = with_launch_quantization(cfg, launch.get("quantization"))
-            inv = load_inventory(None, config=cfg)
-        else:
-            inv = load_inventory(rec.get("config") or rec["model"])
-            if launch.get("quantization") and inv.config is not None:
-                cfg = with_launch_quantization(dict(inv.config), launch.get("quantization"))
-                if cfg is not inv.config:
-                    inv = load_inventory(None, config=cfg)
+        inv = load_inventory(None, config=cfg) if cfg is not None else load_inventory(rec.get("config") or rec["model"])
+        inv = with_launch_quantization_inventory(inv, launch)
         par = parallel_from_launch(launch)
         par.gpus_per_node = None
         plan = compute_plan(inv, par, _gpu(rec.get("gpu")), model_name=rec["model"])
