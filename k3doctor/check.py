@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Any, ClassVar, Iterable, Mapping, Protocol
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol
 
 from .model import EvidenceValue, Finding, Severity, Skip
 
-__all__ = ["Check", "CODE_RE", "SPECIAL_PARAMS", "module_checks"]
+__all__ = ["Check", "CODE_RE", "SPECIAL_PARAMS", "module_checks", "call_run", "inject", "fact_params"]
 
 #: ``run`` parameters that are not facts: the command-line options and the fact set itself
 SPECIAL_PARAMS = ("facts", "options")
@@ -135,23 +135,27 @@ def _signature_params(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]] | No
     run = cls.__dict__.get("run") or getattr(cls, "run", None)
     if run is None or run is Check.run:
         return None
-    params = [p for p in inspect.signature(run).parameters.values()][1:]
+    params = fact_params(run, skip_first=True, owner=cls.__name__)
+    return None if params[0] + params[1] in ((), ("facts",)) else params
+
+
+def fact_params(fn: Any, *, skip_first: bool = False, owner: str = "") -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(required, optional) parameter names of ``fn`` (a check's ``run`` or a derived fact's
+    function): required ones have no default."""
+    params = list(inspect.signature(fn).parameters.values())[1 if skip_first else 0:]
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
-        raise TypeError(f"check {cls.__name__}: run() takes named facts, not *args/**kwargs")
-    names = [p.name for p in params]
-    if names == ["facts"] or not names:
-        return None
+        raise TypeError(f"{owner or getattr(fn, '__qualname__', fn)}: takes named facts, not *args/**kwargs")
     required = tuple(p.name for p in params if p.default is p.empty)
     optional = tuple(p.name for p in params if p.default is not p.empty)
     return required, optional
 
 
-def call_run(check: "Check", facts: "FactsLike") -> Iterable[Finding]:
-    """Call ``check.run`` with what its signature asks for (see the module doc). A missing
-    required fact raises :class:`Skip` (probe failures propagate as the facts raise them)."""
-    params = type(check)._params
-    if params is None:
-        return check.run(facts)  # type: ignore[call-arg]
+def inject(fn: Any, params: tuple[tuple[str, ...], tuple[str, ...]], facts: "FactsLike",
+           call: Callable[[Callable[[], Any]], Any] | None = None) -> Any:
+    """Call ``fn`` with the facts its parameters name: a required fact that is missing raises
+    :class:`Skip` with the reason (in parameter order); an optional one that is unavailable keeps
+    its default. ``options`` receives the command-line options, ``facts`` the fact set. ``call``
+    runs the prepared call (e.g. under a time limit) once every fact is gathered."""
     required, optional = params
     kwargs: dict[str, Any] = {}
     for name in required + optional:
@@ -168,7 +172,16 @@ def call_run(check: "Check", facts: "FactsLike") -> Iterable[Finding]:
                 kwargs[name] = facts.get(name)
             except (Skip, ProbeError):  # an optional fact that is unavailable keeps its default
                 pass
-    return check.run(**kwargs)  # type: ignore[call-arg]
+    return call(lambda: fn(**kwargs)) if call is not None else fn(**kwargs)
+
+
+def call_run(check: "Check", facts: "FactsLike") -> Iterable[Finding]:
+    """Call ``check.run`` with what its signature asks for (see the module doc). A missing
+    required fact raises :class:`Skip` (probe failures propagate as the facts raise them)."""
+    params = type(check)._params
+    if params is None:
+        return check.run(facts)  # type: ignore[call-arg]
+    return inject(check.run, params, facts)  # type: ignore[no-any-return]
 
 
 class FactsLike(Protocol):

@@ -25,6 +25,7 @@ from .model import Skip
 __all__ = [
     "SNAPSHOT_SCHEMA_VERSION",
     "PROBES",
+    "DERIVED",
     "ProbeContext",
     "ProbeError",
     "ProbeTimeout",
@@ -49,6 +50,17 @@ PROBES: dict[str, str] = {
     "limits": "k3doctor.probes.oslimits:probe_limits",
     "rendezvous": "k3doctor.probes.net:probe_rendezvous",
     "model": "k3doctor.probes.checkpoint:probe_model",
+}
+
+#: Derived facts: values computed once per run from other facts (``"module:function"``; the
+#: function's parameters name the facts it combines, injected as for checks). They are available
+#: in every mode (live, snapshot, target), never written to snapshots, and a derivation that
+#: cannot be made (``Skip``) is remembered with its reason, so every check that needs it skips alike.
+DERIVED: dict[str, str] = {
+    "gpu_spec": "k3doctor.derived:derive_gpu_spec",
+    "inventory": "k3doctor.derived:derive_inventory",
+    "plan": "k3doctor.derived:derive_plan",
+    "measured": "k3doctor.derived:derive_measured",
 }
 
 #: Seconds a single probe may run before it is abandoned (a wedged driver or stale NFS mount).
@@ -145,6 +157,9 @@ class Facts:
         #: probes that still run in a static (snapshot/target) fact set: those that read a path the
         #: user named on the command line (``--model DIR``), not the machine's own state
         self.static_probes = frozenset(static_probes)
+        self.derived: dict[str, str | Callable[..., Any]] = dict(DERIVED)
+        self._derived_values: dict[str, Any] = {}
+        self._skips: dict[str, str] = {}
         self.errors: dict[str, ProbeError] = {}
         self.durations: dict[str, float] = {}
         self.source = source or ("live" if live else "static")
@@ -157,10 +172,10 @@ class Facts:
         return name in self._values or (self._probeable(name))
 
     def _probeable(self, name: str) -> bool:
-        return name in self.probes and (self.live or name in self.static_probes)
+        return name in self.derived or (name in self.probes and (self.live or name in self.static_probes))
 
     def known(self) -> dict[str, Any]:
-        """The facts gathered so far (a copy)."""
+        """The facts gathered so far (a copy; derived facts are not included)."""
         return dict(self._values)
 
     def option(self, name: str, default: Any = None) -> Any:
@@ -172,8 +187,12 @@ class Facts:
         # through ``ctx.facts.get`` (the runner itself is single-threaded).
         if name in self._values:
             return self._values[name]
+        if name in self._derived_values:
+            return self._derived_values[name]
         if name in self.errors:
             raise self.errors[name]
+        if name in self._skips:
+            raise Skip(self._skips[name])
         if not self._probeable(name):
             raise Skip(self._why_missing(name))
         return self._probe(name)
@@ -198,24 +217,38 @@ class Facts:
         return f"fact {name!r} is not in this {self.source} fact set"
 
     def _probe(self, name: str) -> Any:
-        spec = self.probes[name]
+        derived = name in self.derived and name not in self.probes
+        spec = self.derived[name] if derived else self.probes[name]
         timeout = self.probe_timeouts.get(name, self.probe_timeout)
         ctx = ProbeContext(options=self.options, timeout=timeout, facts=self)
         started = time.perf_counter()
         try:
             fn = _resolve(spec) if isinstance(spec, str) else spec
-            value = call_with_timeout(lambda: fn(ctx), timeout, name)
+            if derived:
+                from .check import fact_params, inject
+
+                params = fact_params(fn)
+                # the facts it combines are gathered first (each under its own probe's limit);
+                # the derivation itself then runs under this one
+                value = inject(fn, params, self, call=lambda go: call_with_timeout(go, timeout, name))
+            else:
+                value = call_with_timeout(lambda: fn(ctx), timeout, name)
         except ProbeError as exc:
+            if derived and exc.fact != name:
+                raise  # a fact it combines failed: that fact's own error, not a second one
             self.errors[name] = exc if exc.fact == name else ProbeError(name, exc.detail)
             raise self.errors[name] from None
-        except Skip:
+        except Skip as exc:
+            if derived:
+                self._skips[name] = exc.reason
             raise
         except Exception as exc:  # noqa: BLE001 - a crashing probe becomes an INT finding
             self.errors[name] = ProbeError(name, f"{type(exc).__name__}: {exc}")
             raise self.errors[name] from None
         finally:
-            self.durations[name] = time.perf_counter() - started
-        self._values[name] = value
+            if not derived:
+                self.durations[name] = time.perf_counter() - started
+        (self._derived_values if derived else self._values)[name] = value
         return value
 
     def set(self, name: str, value: Any) -> None:
@@ -223,6 +256,9 @@ class Facts:
         with self._lock:
             self._values[name] = value
             self.errors.pop(name, None)
+            # a derived fact may combine this one: derive again on next use
+            self._derived_values.clear()
+            self._skips.clear()
 
     def collect(self, names: list[str] | None = None) -> dict[str, Any]:
         """Probe every named fact (default: all registered), swallowing per-probe errors."""

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from fixtures.checkpoints.generate import CACHE_ONLY_CASES, CASES, SMALL_REPO, corrupt, make_small_real
+from k3doctor.check import call_run
 from k3doctor.check import Check
 from k3doctor.checks import ckpt as ckpt_checks
 from k3doctor.checks.ckpt import CHECKS, KIND_TO_CHECK, refetch_command
@@ -44,7 +45,7 @@ def run_checks(fact: dict[str, Any]) -> tuple[list[Finding], dict[str, str]]:
     skipped: dict[str, str] = {}
     for cls in CHECKS:
         try:
-            findings.extend(cls().run(facts))
+            findings.extend(call_run(cls(), facts))
         except Skip as exc:
             skipped[cls.code] = exc.reason
     return findings, skipped

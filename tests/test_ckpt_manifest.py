@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from fixtures.checkpoints.generate import corrupt, make_small_real
+from k3doctor.check import call_run
 from k3doctor.checks.ckpt import CKPT009
 from k3doctor.ckpt.hashing import HashJob, hash_files, sample_file
 from k3doctor.ckpt.manifest import ManifestError, create_manifest, load_manifest
@@ -22,7 +23,7 @@ SHARD2 = "model-00002-of-000005.safetensors"
 
 
 def ckpt009(fact: dict) -> list:
-    return list(CKPT009().run(Facts({"model": fact})))
+    return list(call_run(CKPT009(), Facts({"model": fact})))
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ from ..archrules import (
     resolve_model,
 )
 from ..check import Check
-from ..facts import ProbeError
-from ..model import Severity, Skip
+from ..model import Severity
 
 
 
@@ -32,17 +31,6 @@ CP_WORLD_SIZE_ERROR = (
 
 
 # -- shared helpers --------------------------------------------------------------------------
-def _optional(facts: Any, name: str) -> Any:
-    """A fact this check can do without: the value, or None when unavailable."""
-    has = getattr(facts, "has", None)
-    if callable(has) and not has(name):
-        return None
-    try:
-        return facts.get(name)
-    except (Skip, ProbeError):
-        return None
-
-
 def _groups_or_skip(gpu: Mapping[str, Any], check: Check) -> list[tuple[tuple[int, int], tuple[str, ...], int]]:
     if gpu.get("ok") is False:
         raise check.skip(f"no GPU information ({gpu.get('error') or 'NVML failed'})")
@@ -87,8 +75,8 @@ def _world_size(launch: Mapping[str, Any]) -> int:
     return tp * pp * dp
 
 
-def _model(facts: Any, launch: Mapping[str, Any] | None) -> ModelInfo:
-    return resolve_model(launch, _optional(facts, "model"), load_rules())
+def _model(launch: Mapping[str, Any] | None, model: Mapping[str, Any] | None) -> ModelInfo:
+    return resolve_model(launch, model, load_rules())
 
 
 def _divisors(n: int, limit: int) -> list[int]:

@@ -20,15 +20,14 @@ _ENV_ERROR_PREFIXES = ("NCCL_", "GLOO_", "SGLANG_", "SGL_", "VLLM_")
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def _cluster(facts: Any) -> Mapping[str, Any]:
-    cluster = facts.get("cluster")
+def _cluster(cluster: Any) -> Mapping[str, Any]:
     if not isinstance(cluster, Mapping):
         raise Check.skip("the cluster fact is malformed (not an object)")
     return cluster
 
 
-def _nodes(facts: Any, *, need: int = 2) -> list[Mapping[str, Any]]:
-    nodes = [n for n in _cluster(facts).get("nodes") or [] if isinstance(n, Mapping)]
+def _nodes(cluster: Any, *, need: int = 2) -> list[Mapping[str, Any]]:
+    nodes = [n for n in _cluster(cluster).get("nodes") or [] if isinstance(n, Mapping)]
     if len(nodes) < need:
         raise Check.skip(f"facts from {len(nodes)} node(s): nothing to compare across nodes")
     return sorted(nodes, key=lambda n: int(n.get("node_rank", 0)))

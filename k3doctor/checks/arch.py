@@ -26,7 +26,7 @@ from ..model import Finding, Severity
 
 from ._arch_common import (  # noqa: F401 - the family's shared constants and helpers
     CP_WORLD_SIZE_ERROR, _B200_FP4_DENSE_TFLOPS, _BF16_DENSE_TFLOPS, _ENGINE_NAMES, _SEVERITY,
-    _gpu_desc, _groups_or_skip, _int, _model, _optional, _quote, _where,
+    _gpu_desc, _groups_or_skip, _int, _model, _quote, _where,
 )
 from .arch_plan import ARCH005, ARCH006, ARCH007, FLASHKDA_ERROR  # noqa: F401 - re-exported
 from . import arch_plan as _plan
@@ -58,16 +58,14 @@ class ARCH001(Check):
     Check a target without hardware with `--target b200` etc.
     """
 
-    facts = ("launch", "gpu")
     url = "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/server_args.py"
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        launch = facts.get("launch")
-        gpu = facts.get("gpu")
+    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], packages: Mapping[str, Any] | None = None,
+            model: Mapping[str, Any] | None = None) -> Iterator[Finding]:
         groups = _groups_or_skip(gpu, self)
         table = load_rules()
-        packages = _optional(facts, "packages") or {}
-        info = _model(facts, launch)
+        packages = packages or {}
+        info = _model(launch, model)
         tp = _int(launch, "tp")
         for rule, match in table.matches(launch):
             if rule.model and info.family and info.family != rule.model:
@@ -162,13 +160,11 @@ class ARCH002(Check):
     needs FP4 hardware; for native FP4 throughput deploy on B200/B300/GB200/GB300.
     """
 
-    facts = ("gpu",)
     severity = Severity.INFO
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        gpu = facts.get("gpu")
-        launch = _optional(facts, "launch")
-        model_fact = _optional(facts, "model")
+    def run(self, gpu: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+            model: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        model_fact = model
         if launch is None and model_fact is None:
             raise self.skip("no launch command and no model directory: cannot tell whether the model is MXFP4")
         groups = _groups_or_skip(gpu, self)
@@ -242,26 +238,24 @@ class ARCH003(Check):
     slower decode), or use a vLLM build that contains PR #50625 (the dcp_world_size fix).
     """
 
-    facts = ("launch",)
     url = "https://github.com/vllm-project/recipes/issues/698"
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        launch = facts.get("launch")
+    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any] | None = None,
+            packages: Mapping[str, Any] | None = None, model: Mapping[str, Any] | None = None) -> Iterator[Finding]:
         if launch.get("engine") != "vllm":
             return
         pp = _int(launch, "pp")
         if pp <= 1 or launch.get("enforce_eager") or (launch.get("flags") or {}).get("--enforce-eager"):
             return
-        info = _model(facts, launch)
+        info = _model(launch, model)
         if info.family != "kimi-k3":
             return
-        gpu = _optional(facts, "gpu")
         groups = device_groups(gpu) if gpu and gpu.get("ok", True) is not False else []
         hopper = [g for g in groups if g[0][0] == 9]
         if groups and not hopper:
             return
         tp = _int(launch, "tp")
-        packages = _optional(facts, "packages") or {}
+        packages = packages or {}
         if hopper:
             cc, names, count = hopper[0]
             on = f"Hopper ({_gpu_desc(gpu, cc, names, count)})"
@@ -330,14 +324,13 @@ class ARCH004(Check):
     GB200/GB300 make Fabric Manager and `nvidia-imex` reach COMPLETED before launching.
     """
 
-    facts = ("gpu",)
     severity = Severity.WARNING
     url = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-mnnvl-enable"
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        gpu = facts.get("gpu")
-        launch = _optional(facts, "launch")
-        env: Mapping[str, Any] | None = (launch or {}).get("env") if launch else _optional(facts, "env")
+    def run(self, gpu: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+            env: Mapping[str, Any] | None = None, packages: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        if launch:
+            env = launch.get("env")
         if env is None:
             raise self.skip("no launch command or environment to read NCCL_MNNVL_ENABLE from")
         value = env.get("NCCL_MNNVL_ENABLE")
@@ -349,7 +342,7 @@ class ARCH004(Check):
         domains = [str(d.get("nvlink_domain")) for d in devices if d.get("nvlink_domain") is not None]
         names = sorted({str(d.get("name") or "GPU") for d in devices})
         gb_class = any(_GB_NAME.search(n) for n in names) or "multi-node" in domains
-        packages = _optional(facts, "packages") or {}
+        packages = packages or {}
         nccl = _nccl_version(packages)
         evidence = {
             "NCCL_MNNVL_ENABLE": "1",

@@ -15,7 +15,7 @@ from ..check import Check, module_checks
 from ..model import Finding, Severity
 
 from ._arch_common import (  # noqa: F401 - the family's shared constants and helpers
-    _ENGINE_NAMES, _POW2, _attention_tp, _divisors, _gpu_desc, _int, _model, _optional, _quote,
+    _ENGINE_NAMES, _POW2, _attention_tp, _divisors, _gpu_desc, _int, _model, _quote,
     _where, _world_size,
 )
 
@@ -44,13 +44,10 @@ class ARCH005(Check):
     Use the sizes the finding lists (they divide the model's heads/experts and the GPUs).
     """
 
-    facts = ("launch",)
-
-    def run(self, facts: Any) -> Iterator[Finding]:
-        launch = facts.get("launch")
+    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any] | None = None,
+            model: Mapping[str, Any] | None = None) -> Iterator[Finding]:
         engine = str(launch.get("engine") or "")
-        info = _model(facts, launch)
-        gpu = _optional(facts, "gpu")
+        info = _model(launch, model)
         yield from self._heads(launch, engine, info)
         yield from self._experts(launch, engine, info)
         yield from self._tp_ep_dp(launch, engine)
@@ -222,17 +219,15 @@ class ARCH006(Check):
     divide by it — ARCH005), or choose another `--moe-backend`.
     """
 
-    facts = ("launch",)
     url = "https://github.com/vllm-project/vllm/blob/main/vllm/models/kimi_k3/nvidia/model.py"
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        launch = facts.get("launch")
+    def run(self, launch: Mapping[str, Any], model: Mapping[str, Any] | None = None) -> Iterator[Finding]:
         if launch.get("engine") != "vllm" or str(launch.get("moe_runner_backend") or "") != "deep_gemm_mega_moe":
             return
         flags = launch.get("flags") or {}
         if launch.get("enable_expert_parallel") or flags.get("--enable-expert-parallel") or flags.get("-ep"):
             return
-        info = _model(facts, launch)
+        info = _model(launch, model)
         if info.family == "deepseek-v4":
             error = "DeepSeek V4 MegaMoE requires expert parallel"
         else:
@@ -275,13 +270,12 @@ class ARCH007(Check):
     Informational. Prefer an attention-TP in the listed set when latency matters.
     """
 
-    facts = ("launch",)
     severity = Severity.INFO
     url = "https://github.com/vllm-project/vllm/blob/main/vllm/models/kimi_k3/nvidia/kda.py"
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        launch = facts.get("launch")
-        info = _model(facts, launch)
+    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any] | None = None,
+            model: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+        info = _model(launch, model)
         if info.family != "kimi-k3":
             return
         engine = str(launch.get("engine") or "")
@@ -300,7 +294,6 @@ class ARCH007(Check):
                           "fused_local_heads": ",".join(str(h) for h in allowed)},
                 fix=f"for the fused KDA decode kernel use attention-TP in {tps}",
             )
-        gpu = _optional(facts, "gpu")
         for cc, names, count in device_groups(gpu) if gpu else []:
             if cc[0] in (9, 10, 12):
                 continue

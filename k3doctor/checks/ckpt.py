@@ -47,8 +47,7 @@ def refetch_command(model: Mapping[str, Any], file: str) -> str:
     return cmd
 
 
-def _model(facts: Any) -> Mapping[str, Any]:
-    m = facts.get("model")
+def _scanned(m: Any) -> Mapping[str, Any]:
     if not isinstance(m, Mapping) or "problems" not in m:
         raise Check.skip("the model fact has no scan result")
     return m
@@ -76,7 +75,6 @@ class _CkptCheck(Check):
     """Base for CKPT checks (not registered)."""
 
     _abstract = True
-    facts = ("model",)
     #: problem kind -> (severity, message(problem), fix(model, problem) or None = re-download the file)
     kinds: ClassVar[dict[str, tuple[Severity, Msg, Callable[[Mapping[str, Any], Mapping[str, Any]], str] | None]]] = {}
 
@@ -85,8 +83,8 @@ class _CkptCheck(Check):
         if not model.get("exists"):
             raise self.skip("the model directory does not exist (see CKPT001)")
 
-    def run(self, facts: Any) -> Iterable[Finding]:
-        model = _model(facts)
+    def run(self, model: Mapping[str, Any]) -> Iterable[Finding]:
+        model = _scanned(model)
         self.precondition(model)
         counts = model.get("problem_counts") or {}
         shown: dict[str, int] = {}
@@ -138,9 +136,9 @@ class CKPT001(_CkptCheck):
     def precondition(self, model: Mapping[str, Any]) -> None:
         return None
 
-    def run(self, facts: Any) -> Iterable[Finding]:
-        model = _model(facts)
-        for f in super().run(facts):
+    def run(self, model: Mapping[str, Any]) -> Iterable[Finding]:
+        model = _scanned(model)
+        for f in super().run(model):
             repo = model.get("repo") or _PLACEHOLDER
             fix = (f"pass the checkpoint directory with --model DIR (the one holding config.json), or download it: "
                    f"hf download {repo} --local-dir {_q(model.get('dir'))}")

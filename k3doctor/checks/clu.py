@@ -69,10 +69,9 @@ class CLU001(Check):
     - Give every node its own `--node-rank` and the same `--nnodes` and `--token`.
     """
 
-    facts = ("cluster",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        cluster = _cluster(facts)
+    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+        cluster = _cluster(cluster)
         nnodes = int(cluster.get("nnodes") or 0)
         nodes = [n for n in cluster.get("nodes") or [] if isinstance(n, Mapping)]
         store = cluster.get("store") or {}
@@ -146,10 +145,9 @@ class CLU002(Check):
     node.
     """
 
-    facts = ("cluster",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        nodes = _nodes(facts, need=1)
+    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+        nodes = _nodes(cluster, need=1)
         for var, kind in IFNAME_VARS.items():
             settings = {int(n.get("node_rank", 0)): _pinned(n, var) for n in nodes}
             if not any(v for v, _ in settings.values()):
@@ -278,10 +276,9 @@ class CLU003(Check):
     the same driver package and a reboot).
     """
 
-    facts = ("cluster",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        nodes = _nodes(facts)
+    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+        nodes = _nodes(cluster)
         for label, where, severity in _SOFTWARE:
             values = _differences(nodes, _software_getter(where))
             if values is None:
@@ -360,10 +357,9 @@ class CLU004(Check):
     Use identical nodes; the finding lists per-node values and the command for the odd nodes.
     """
 
-    facts = ("cluster",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        nodes = _nodes(facts)
+    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+        nodes = _nodes(cluster)
         for label, key, getter, severity, fix in _GPU_ASPECTS:
             values = _differences(nodes, getter)
             if values is None:
@@ -422,10 +418,9 @@ class CLU005(Check):
     re-run the preflight.
     """
 
-    facts = ("cluster",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        nodes = _nodes(facts)
+    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+        nodes = _nodes(cluster)
         models = {int(n.get("node_rank", 0)): _fact(n, "model") for n in nodes}
         if not any(isinstance(m, Mapping) for m in models.values()):
             raise self.skip("no node recorded a model fact (give --model DIR or a launch command with a local model path)")

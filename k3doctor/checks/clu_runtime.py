@@ -50,10 +50,9 @@ class CLU006(Check):
     (`--env-file`), or unset the stray variable on the odd node.
     """
 
-    facts = ("cluster",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        nodes = _nodes(facts)
+    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+        nodes = _nodes(cluster)
         envs = {int(n.get("node_rank", 0)): _effective_env(n) for n in nodes}
         known = {r: e for r, e in envs.items() if e is not None}
         if len(known) < 2:
@@ -109,10 +108,9 @@ class CLU007(Check):
     (e.g. `--node-rank $NODE_RANK`), then re-run the preflight.
     """
 
-    facts = ("cluster",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        nodes = _nodes(facts)
+    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+        nodes = _nodes(cluster)
         views: dict[int, dict[str, Any]] = {}
         for node in nodes:
             try:
@@ -168,11 +166,10 @@ class CLU008(Check):
     the same server: `chronyc tracking` shows the current offset).
     """
 
-    facts = ("cluster",)
     severity = Severity.WARNING
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        cluster = _cluster(facts)
+    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+        cluster = _cluster(cluster)
         clock = cluster.get("clock") or {}
         if not clock.get("measured"):
             raise self.skip(str(clock.get("reason") or "clock skew was not measured"))
@@ -228,10 +225,9 @@ class CLU009(Check):
       (Gloo uses ephemeral ports).
     """
 
-    facts = ("cluster",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        cluster = _cluster(facts)
+    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+        cluster = _cluster(cluster)
         boot = cluster.get("bootstrap") or {}
         if not boot.get("ran"):
             raise self.skip(str(boot.get("reason") or "the bootstrap test did not run"))
@@ -326,10 +322,9 @@ class CLU010(Check):
     `nvidia-fabricmanager` runs; re-run with `NCCL_DEBUG=INFO` to see which transport NCCL picked.
     """
 
-    facts = ("cluster",)
 
-    def run(self, facts: Any) -> Iterator[Finding]:
-        cluster = _cluster(facts)
+    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+        cluster = _cluster(cluster)
         nccl = cluster.get("nccl")
         if not isinstance(nccl, Mapping):
             raise self.skip("the NCCL test was not requested (run the live preflight with --nccl)")

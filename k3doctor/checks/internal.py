@@ -7,7 +7,7 @@ check silently vanished.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Any, Iterator, Mapping
 
 from ..check import Check, module_checks
 from ..model import Finding, Severity
@@ -34,10 +34,8 @@ class INT001(Check):
     attached.
     """
 
-    facts = ("run",)
-
-    def run(self, facts) -> Iterator[Finding]:  # type: ignore[no-untyped-def]
-        for name, err in facts.get("run")["probe_errors"].items():
+    def run(self, run: Mapping[str, Any]) -> Iterator[Finding]:
+        for name, err in run["probe_errors"].items():
             if err["timeout"]:
                 continue
             yield self.finding(
@@ -63,10 +61,8 @@ class INT002(Check):
     (`k3doctor snapshot -o node.json`). Meanwhile `--ignore CODE` skips the broken check.
     """
 
-    facts = ("run",)
-
-    def run(self, facts) -> Iterator[Finding]:  # type: ignore[no-untyped-def]
-        for crash in facts.get("run")["check_crashes"]:
+    def run(self, run: Mapping[str, Any]) -> Iterator[Finding]:
+        for crash in run["check_crashes"]:
             yield self.finding(
                 f"check {crash['code']} crashed: {crash['error']}",
                 subject=f"check={crash['code']}",
@@ -92,16 +88,14 @@ class INT003(Check):
     background) before launching. Raise `--probe-timeout` only if the machine is merely slow.
     """
 
-    facts = ("run",)
-
-    def run(self, facts) -> Iterator[Finding]:  # type: ignore[no-untyped-def]
+    def run(self, run: Mapping[str, Any]) -> Iterator[Finding]:
         hints = {
             "gpu": "check `dmesg | grep -i xid` and `timeout 10 nvidia-smi`; a wedged driver needs a reset or reboot",
             "model": "the model directory does not answer: check its filesystem (`timeout 5 ls DIR`)",
             "mounts": "a mount does not answer: look for a dead NFS server (`timeout 5 df -h`)",
             "paths": "a cache directory does not answer: it is probably on a hung network filesystem",
         }
-        for name, err in facts.get("run")["probe_errors"].items():
+        for name, err in run["probe_errors"].items():
             if not err["timeout"]:
                 continue
             yield self.finding(
@@ -131,10 +125,8 @@ class INT004(Check):
     collision needs the plugin to use its own prefix.
     """
 
-    facts = ("run",)
-
-    def run(self, facts) -> Iterator[Finding]:  # type: ignore[no-untyped-def]
-        for err in facts.get("run")["plugin_errors"]:
+    def run(self, run: Mapping[str, Any]) -> Iterator[Finding]:
+        for err in run["plugin_errors"]:
             yield self.finding(
                 f"check family {err['entry_point']!r} failed to load: {err['error']}",
                 subject=f"entry_point={err['entry_point']}",

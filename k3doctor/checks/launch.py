@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from typing import Iterator
+from typing import Any, Iterator, Mapping
 
 from ..check import Check, module_checks
 from ..launch import _FIELDS, _KNOWN_BOOL_FLAGS, _KNOWN_VALUE_FLAGS
@@ -27,10 +27,7 @@ class CMD001(Check):
     Correct the value named in the finding.
     """
 
-    facts = ("launch",)
-
-    def run(self, facts) -> Iterator[Finding]:  # type: ignore[no-untyped-def]
-        launch = facts.get("launch")
+    def run(self, launch: Mapping[str, Any]) -> Iterator[Finding]:
         for error in launch.get("errors", []):
             flag = error.split(" ", 1)[0].rstrip(":")
             yield self.finding(
@@ -57,11 +54,9 @@ class CMD002(Check):
     Check the spelling against `sglang serve --help` / `vllm serve --help` for your version.
     """
 
-    facts = ("launch",)
     severity = Severity.INFO
 
-    def run(self, facts) -> Iterator[Finding]:  # type: ignore[no-untyped-def]
-        launch = facts.get("launch")
+    def run(self, launch: Mapping[str, Any]) -> Iterator[Finding]:
         engine = launch["engine"]
         known = set(_KNOWN_VALUE_FLAGS.get(engine, ())) | set(_KNOWN_BOOL_FLAGS.get(engine, ()))
         for _kind, per_engine in _FIELDS.values():

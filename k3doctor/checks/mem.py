@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-from ..check import Check, FactsLike, module_checks
+from ..check import Check, module_checks
 from ..model import Finding, Severity
+from ..units import gib as _gib
 
-from ..units import GiB, gib as _gib
+if TYPE_CHECKING:  # pragma: no cover
+    from ..memory.inventory import Inventory
+    from ..memory.plan import Plan
+
 _OVERHEAD_LABEL = {"activations": "profile-run peak", "cuda_graphs": "CUDA graphs", "non_torch": "non-torch"}
-
-
-def _plan(facts: Any) -> Any:
-    from ..memory.plan import plan_from_facts
-
-    return plan_from_facts(facts)
 
 
 def _flag(plan: Any, sglang: str, vllm: str) -> str:
@@ -45,13 +43,11 @@ def _shortfall(plan: Any) -> tuple[str, dict[str, Any]]:
     return text, ev
 
 
-def _smallest_fitting(plan: Any, facts: Any) -> str:
+def _smallest_fitting(plan: "Plan", inv: "Inventory") -> str:
     """Concrete launch flags of the smallest plan that fits (for the fix text)."""
     try:
-        from ..memory.inventory import inventory_for_facts
         from ..memory.search import candidate_label, search_plans
 
-        inv = inventory_for_facts(facts, facts.option("model_dir") or facts.get("launch").get("model"))
         gpn = plan.parallel.gpus_per_node or 8
         for c in search_plans(inv, plan.parallel, plan.gpu, gpus_per_node=gpn):
             if c.fits:
@@ -91,8 +87,8 @@ class MEM001(Check):
 
     severity = Severity.ERROR
 
-    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], facts: FactsLike) -> Iterator[Finding]:
-        plan = _plan(facts)
+    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], plan: "Plan",
+            inventory: "Inventory") -> Iterator[Finding]:
         if plan.weights_fit:
             return
         worst = max(plan.stages, key=lambda s: s.weights_bytes)
@@ -117,7 +113,7 @@ class MEM001(Check):
                       "overhead_bytes": overhead,
                       "memory_total": plan.gpu.memory_total, "world_size": plan.parallel.world,
                       "mem_fraction": plan.parallel.mem_fraction, "header_only": plan.header_only, **short_ev},
-            fix=_smallest_fitting(plan, facts),
+            fix=_smallest_fitting(plan, inventory),
         )
 
 
@@ -147,8 +143,7 @@ class MEM002(Check):
 
     severity = Severity.ERROR
 
-    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], facts: FactsLike) -> Iterator[Finding]:
-        plan = _plan(facts)
+    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], plan: "Plan") -> Iterator[Finding]:
         if not plan.weights_fit or plan.kv_fits or plan.header_only:
             return
         implicit = bool(getattr(plan, "context_implicit", False))
@@ -194,8 +189,7 @@ class MEM003(Check):
 
     severity = Severity.ERROR
 
-    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], facts: FactsLike) -> Iterator[Finding]:
-        plan = _plan(facts)
+    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], plan: "Plan") -> Iterator[Finding]:
         if plan.load_fits:
             return
         worst = max(plan.stages, key=lambda s: s.load_peak_bytes)
@@ -233,20 +227,18 @@ class MEM004(Check):
 
     severity = Severity.WARNING
 
-    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], facts: FactsLike) -> Iterator[Finding]:
+    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], plan: "Plan",
+            inventory: "Inventory") -> Iterator[Finding]:
         from dataclasses import replace
 
-        from ..memory.inventory import inventory_for_facts
         from ..memory.plan import compute_plan
 
-        plan = _plan(facts)
         if plan.header_only:
             return
         p = plan.parallel
         bigger = replace(p, tp=p.tp * 2, ep=(p.ep * 2 if p.ep > 1 else 1), nnodes=p.nnodes * 2, env=dict(p.env))
         try:
-            inv = inventory_for_facts(facts, facts.option("model_dir") or facts.get("launch").get("model"))
-            p2 = compute_plan(inv, bigger, plan.gpu)
+            p2 = compute_plan(inventory, bigger, plan.gpu)
         except Exception as exc:  # noqa: BLE001 - an impossible doubled plan means nothing to compare
             raise self.skip(f"no doubled plan to compare with ({exc})") from None
         w1, w2 = plan.max_rank_weights_bytes, p2.max_rank_weights_bytes
@@ -290,15 +282,8 @@ class MEM005(Check):
 
     severity = Severity.WARNING
 
-    def run(self, facts: FactsLike, launch: Mapping[str, Any] | None = None,
-            gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
-        # the measured figure is asked for first (its absence is the usual reason to skip)
-        measured = facts.option("measured_bytes")
-        if measured is None and facts.option("measured_gib") is not None:
-            measured = float(facts.option("measured_gib")) * GiB
-        if measured is None:
-            raise self.skip("no measured per-rank figure (--measured-gib or --engine-log)")
-        plan = _plan(facts)
+    def run(self, measured: float, plan: "Plan") -> Iterator[Finding]:
+        # the measured figure comes first: its absence is the usual reason to skip
         proj = plan.max_rank_weights_bytes
         ratio = measured / proj if proj else 0
         if ratio <= 1.10:

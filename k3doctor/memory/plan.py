@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from . import constants as C
 from ..units import gib as _gib
-from .inventory import Inventory, InventoryError
+from .inventory import Inventory
 from .kv import hybrid_page, kda_state_bytes, kv_bytes_per_token, sliding_bytes_per_request, stage_layer_sets
 from .placement import Parallel, PlanError, compact, expert_pad_factor, stage_weights, validate_parallel
 
@@ -617,73 +617,7 @@ def device_cc(device: Mapping[str, Any]) -> tuple[int, int] | None:
 
 
 def plan_from_facts(facts: Any) -> Plan:
-    """The plan MEM checks read: ``launch`` fact + ``gpu`` fact + ``model`` fact / option
-    ``model_dir``. Raises ``Skip`` (via facts.get) when a fact is missing."""
-    from k3doctor.model import Skip
-
-    launch = facts.get("launch")
-    bad = [str(x) for x in (launch or {}).get("invalid") or []]
-    if bad:
-        raise Skip(f"the launch command has invalid values ({', '.join(dict.fromkeys(bad))}; see CMD001): "
-                   "fix them first; a projection from defaults would describe a run the engine never starts")
-    gpu_fact = facts.get("gpu")
-    devices = (gpu_fact or {}).get("devices") or []
-    if not devices:
-        raise Skip("no GPU devices in the gpu fact (use --target or a snapshot)")
-    totals = [int(d.get("memory_total") or 0) for d in devices]
-    frees = [int(d["memory_free"]) for d in devices if d.get("memory_free") is not None]
-    reserved = [int(d["memory_reserved"]) for d in devices if d.get("memory_reserved") is not None]
-    gpu = GpuSpec(str(devices[0].get("name") or "gpu"), min(totals), min(frees) if frees else None,
-                  str(gpu_fact.get("source") or "nvml"), device_cc(devices[0]), max(reserved) if reserved else None)
-    model_dir = facts.option("model_dir")
-    if not model_dir:
-        try:
-            m = facts.get("model")
-            model_dir = (m or {}).get("path") or (m or {}).get("model_dir") or (m or {}).get("dir")
-        except Exception:  # noqa: BLE001 - Skip or a failed probe: fall back to the launch command's model
-            model_dir = None
-    model_dir = model_dir or launch.get("model")
-    if not model_dir:
-        raise Skip("no model directory or model id to plan from")
-    vllm_version = None
-    if str(launch.get("engine") or "") == "vllm":
-        try:
-            vllm_version = ((facts.get("packages") or {}).get("vllm")) or None
-        except Exception:  # noqa: BLE001 - Skip / no packages fact: the installed version is unknown
-            vllm_version = None
-    env = launch.get("env") or {}
-    cache = getattr(facts, "_k3doctor_plan_cache", None)
-    key = (str(model_dir), repr(sorted((k, str(v)) for k, v in launch.items() if k != "env")), gpu.memory_total, gpu.reserved,
-           gpu.memory_free, facts.option("concurrency"), facts.option("gpus_per_node"), vllm_version,
-           repr(sorted((k, str(v)) for k, v in env.items() if k.startswith("VLLM_"))))
-    if isinstance(cache, dict) and key in cache:
-        return cache[key]
-    try:
-        # the model fact's inventory (same header parse as the CKPT scan; works from a snapshot)
-        # when known, else load_inventory(model_dir)
-        from .inventory import inventory_for_facts, with_launch_quantization_inventory
-
-        inv = with_launch_quantization_inventory(inventory_for_facts(facts, model_dir), launch)
-    except InventoryError as exc:
-        raise Skip(str(exc)) from None
-    par = parallel_from_launch(launch, concurrency=facts.option("concurrency"))
-    # GPUs per node: the option, else the devices of this node / target profile (the launch
-    # fact's own figure is world/nnodes, which says nothing when --nnodes is absent)
-    par.gpus_per_node = int(facts.option("gpus_per_node") or len(devices))
-    if "--nnodes" not in (launch.get("flags") or {}) and par.gpus_per_node:
-        par.nnodes = max(par.nnodes, -(-par.world // par.gpus_per_node))  # vLLM/Ray runs carry no --nnodes
-    try:
-        plan = compute_plan(inv, par, gpu, model_name=str(launch.get("model") or model_dir),
-                            vllm_version=vllm_version)
-    except PlanError as exc:
-        raise Skip(f"impossible plan: {exc}") from None
-    except ValueError as exc:  # e.g. an unknown --kv-cache-dtype
-        raise Skip(str(exc)) from None
-    try:
-        if cache is None:
-            cache = {}
-            setattr(facts, "_k3doctor_plan_cache", cache)
-        cache[key] = plan
-    except AttributeError:
-        pass
-    return plan
+    """The plan MEM checks read: the ``plan`` derived fact (:func:`k3doctor.derived.derive_plan`,
+    computed once per fact set from ``launch``, ``gpu``, ``model``/``--model`` and ``packages``).
+    Raises ``Skip`` with the reason when it cannot be made."""
+    return facts.get("plan")  # type: ignore[no-any-return]

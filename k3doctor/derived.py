@@ -1,0 +1,114 @@
+"""Derived facts: the values several checks need, computed once per run from other facts.
+
+Each function's parameters name the facts it combines (injected as for checks, see
+:func:`k3doctor.check.inject`); it returns the value or raises :class:`~k3doctor.model.Skip` with
+the reason, which the fact set remembers so every check that needs it skips with the same words.
+They are registered in :data:`k3doctor.facts.DERIVED`, available in live, snapshot and target runs,
+and never written to snapshots.
+
+- ``gpu_spec``: the GPU the memory plan sizes against (smallest device of this node / target);
+- ``inventory``: the checkpoint's tensor inventory (the ``model`` fact's, i.e. the same header pass
+  as the CKPT scan, else shard headers or config.json of the model the launch names);
+- ``plan``: the per-rank memory plan (:func:`k3doctor.memory.plan.compute_plan`);
+- ``measured``: a measured per-rank weight figure (``--measured-gib`` / ``--engine-log``), bytes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .model import Skip
+from .units import GiB
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .memory.inventory import Inventory
+    from .memory.plan import GpuSpec, Plan
+
+__all__ = ["derive_gpu_spec", "derive_inventory", "derive_plan", "derive_measured", "model_ref"]
+
+
+def _usable(launch: Mapping[str, Any]) -> None:
+    bad = [str(x) for x in launch.get("invalid") or []]
+    if bad:
+        raise Skip(f"the launch command has invalid values ({', '.join(dict.fromkeys(bad))}; see CMD001): "
+                   "fix them first; a projection from defaults would describe a run the engine never starts")
+
+
+def model_ref(launch: Mapping[str, Any], options: Mapping[str, Any], model: Mapping[str, Any] | None) -> str | None:
+    """The model to plan: ``--model DIR``, else the directory the ``model`` fact scanned, else the
+    launch command's model (a local path or a hub id)."""
+    m = model or {}
+    ref = options.get("model_dir") or m.get("path") or m.get("model_dir") or m.get("dir") or launch.get("model")
+    return str(ref) if ref else None
+
+
+def derive_gpu_spec(launch: Mapping[str, Any], gpu: Mapping[str, Any]) -> "GpuSpec":
+    """The smallest device of the ``gpu`` fact (total, free, driver-reserved, compute capability)."""
+    from .memory.plan import GpuSpec, device_cc
+
+    _usable(launch)
+    devices = [d for d in gpu.get("devices") or [] if isinstance(d, Mapping)]
+    if not devices:
+        raise Skip("no GPU devices in the gpu fact (use --target or a snapshot)")
+    totals = [int(d.get("memory_total") or 0) for d in devices]
+    frees = [int(d["memory_free"]) for d in devices if d.get("memory_free") is not None]
+    reserved = [int(d["memory_reserved"]) for d in devices if d.get("memory_reserved") is not None]
+    return GpuSpec(str(devices[0].get("name") or "gpu"), min(totals), min(frees) if frees else None,
+                   str(gpu.get("source") or "nvml"), device_cc(devices[0]), max(reserved) if reserved else None)
+
+
+def derive_inventory(launch: Mapping[str, Any], options: Mapping[str, Any],
+                     model: Mapping[str, Any] | None = None) -> "Inventory":
+    """The inventory the plan folds: the ``model`` fact's own (recorded by the checkpoint scan,
+    also from a snapshot) when it describes the model to plan, else :func:`load_inventory` of it;
+    then as the engine holds it when the launch quantises while loading."""
+    from .memory.inventory import (InventoryError, _remember, _same_dir, inventory_from_fact, load_inventory,
+                                   with_launch_quantization_inventory)
+
+    _usable(launch)
+    ref = model_ref(launch, options, model)
+    if not ref:
+        raise Skip("no model directory or model id to plan from")
+    doc = (model or {}).get("inventory")
+    try:
+        if isinstance(model, Mapping) and isinstance(doc, Mapping) and (
+                _same_dir(ref, model.get("dir"))
+                or (str(model.get("found_via") or "").startswith("option") and ref == options.get("model_dir"))):
+            inv = inventory_from_fact(doc, str(model.get("dir") or ref))
+            _remember(model, inv)
+        else:
+            inv = load_inventory(ref)
+        return with_launch_quantization_inventory(inv, launch)
+    except InventoryError as exc:
+        raise Skip(str(exc)) from None
+
+
+def derive_plan(launch: Mapping[str, Any], gpu_spec: "GpuSpec", inventory: "Inventory", gpu: Mapping[str, Any],
+                options: Mapping[str, Any], packages: Mapping[str, Any] | None = None,
+                model: Mapping[str, Any] | None = None) -> "Plan":
+    """The per-rank memory plan of this launch on these GPUs (``Skip`` when it cannot be made)."""
+    from .memory.plan import PlanError, compute_plan, parallel_from_launch
+
+    vllm_version = (packages or {}).get("vllm") or None if launch.get("engine") == "vllm" else None
+    par = parallel_from_launch(launch, concurrency=options.get("concurrency"))
+    # GPUs per node: the option, else the devices of this node / target profile (the launch
+    # fact's own figure is world/nnodes, which says nothing when --nnodes is absent)
+    par.gpus_per_node = int(options.get("gpus_per_node") or len(gpu.get("devices") or ()))
+    if "--nnodes" not in (launch.get("flags") or {}) and par.gpus_per_node:
+        par.nnodes = max(par.nnodes, -(-par.world // par.gpus_per_node))  # vLLM/Ray runs carry no --nnodes
+    try:
+        return compute_plan(inventory, par, gpu_spec, model_name=str(launch.get("model") or model_ref(launch, options, model)),
+                            vllm_version=vllm_version)
+    except PlanError as exc:
+        raise Skip(f"impossible plan: {exc}") from None
+    except ValueError as exc:  # e.g. an unknown --kv-cache-dtype
+        raise Skip(str(exc)) from None
+
+
+def derive_measured(options: Mapping[str, Any]) -> float:
+    """Measured per-rank weight bytes: ``measured_bytes`` (from ``--engine-log``) or ``measured_gib``."""
+    if options.get("measured_bytes") is not None:
+        return float(options["measured_bytes"])
+    if options.get("measured_gib") is not None:
+        return float(options["measured_gib"]) * GiB
+    raise Skip("no measured per-rank figure (--measured-gib or --engine-log)")
