@@ -10,6 +10,7 @@ and never written to snapshots.
 - ``inventory``: the checkpoint's tensor inventory (the ``model`` fact's, i.e. the same header pass
   as the CKPT scan, else shard headers or config.json of the model the launch names);
 - ``plan``: the per-rank memory plan (:func:`k3doctor.memory.plan.compute_plan`);
+- ``driver_cuda``: the CUDA version the NVIDIA driver supports (NVML, e.g. 12040 = 12.4);
 - ``measured``: a measured per-rank weight figure (``--measured-gib`` / ``--engine-log``), bytes.
 """
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .memory.inventory import Inventory
     from .memory.plan import GpuSpec, Plan
 
-__all__ = ["derive_gpu_spec", "derive_inventory", "derive_plan", "derive_measured", "model_ref"]
+__all__ = ["derive_gpu_spec", "derive_inventory", "derive_plan", "derive_measured", "derive_driver_cuda", "model_ref"]
 
 
 def _usable(launch: Mapping[str, Any]) -> None:
@@ -112,3 +113,14 @@ def derive_measured(options: Mapping[str, Any]) -> float:
     if options.get("measured_gib") is not None:
         return float(options["measured_gib"]) * GiB
     raise Skip("no measured per-rank figure (--measured-gib or --engine-log)")
+
+
+def derive_driver_cuda(gpu: Mapping[str, Any]) -> int:
+    """The driver's CUDA version from the ``gpu`` fact (``Skip`` when NVML did not answer or did not
+    report it; a ``--target`` profile has no live driver)."""
+    from .checks._gpu_common import _gpu, _unknown
+
+    value = _gpu(gpu).get("cuda_driver")
+    if not isinstance(value, int):
+        raise _unknown(gpu, "the driver's CUDA version")
+    return value

@@ -61,6 +61,7 @@ DERIVED: dict[str, str] = {
     "inventory": "k3doctor.derived:derive_inventory",
     "plan": "k3doctor.derived:derive_plan",
     "measured": "k3doctor.derived:derive_measured",
+    "driver_cuda": "k3doctor.derived:derive_driver_cuda",
 }
 
 #: Seconds a single probe may run before it is abandoned (a wedged driver or stale NFS mount).

@@ -11,7 +11,7 @@ import math
 import re
 from typing import Any, Iterator, Mapping
 
-from ..check import Check, FactsLike, module_checks
+from ..check import Check, module_checks
 from ..model import Finding, Severity
 from ._gpu_common import (  # noqa: F401 - the family's shared constants and helpers
     CUDA_CONTEXT_BYTES, FREE_MEMORY_RATIO, GB, HW_THROTTLE_BITS, SGLANG_IMBALANCE_RATIO,
@@ -305,12 +305,7 @@ class GPU011(Check):
 
     requires = ("GPU001",)
 
-    def run(self, facts: FactsLike, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
-        gpu = _gpu(gpu)
-        driver_cuda = gpu.get("cuda_driver")
-        if not isinstance(driver_cuda, int):
-            raise _unknown(gpu, "the driver's CUDA version")
-        packages = facts.get("packages")
+    def run(self, gpu: Mapping[str, Any], driver_cuda: int, packages: Mapping[str, Any]) -> Iterator[Finding]:
         if not isinstance(packages, Mapping) or not packages.get("torch"):
             raise self.skip("torch is not installed")
         torch_cuda_text = packages.get("torch_cuda")

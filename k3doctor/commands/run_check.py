@@ -5,12 +5,15 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
 from ..model import Severity
 from ..session import InputError, SessionOptions, build_facts, load_snapshot_or_fail, merge_node_reports, node_label
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..facts import Facts
 
 
 def _measured_from_log(path: str) -> float:
@@ -168,7 +171,7 @@ def _with_launch(doc: dict[str, Any], opts: SessionOptions, index: int) -> dict[
     return out
 
 
-def _maybe_cluster(facts: Any, kw: dict[str, Any], opts: SessionOptions) -> None:
+def _maybe_cluster(facts: "Facts", kw: dict[str, Any], opts: SessionOptions) -> None:
     """Live multi-node mode: rendezvous with the other nodes and set the ``cluster`` fact."""
     if not facts.live or kw.get("local_only"):
         return

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from .check import DashDashCommand, common_fact_options
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..facts import Facts
 
 
 @click.command(cls=DashDashCommand)
@@ -54,7 +57,7 @@ def command(ctx: click.Context, output: str | None, model_dir: str | None, env_f
         click.echo(text, nl=False)
 
 
-def _collect(facts: Any, names: list[str]) -> None:
+def _collect(facts: "Facts", names: list[str]) -> None:
     from ..facts import ProbeError
     from ..model import Skip
 

@@ -6,13 +6,16 @@ import re
 
 from dataclasses import dataclass, field
 from math import ceil
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from . import constants as C
 from ..units import gib as _gib
 from .inventory import Inventory
 from .kv import hybrid_page, kda_state_bytes, kv_bytes_per_token, sliding_bytes_per_request, stage_layer_sets
 from .placement import Parallel, PlanError, compact, expert_pad_factor, stage_weights, validate_parallel
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..facts import Facts
 
 __all__ = ["RankMemory", "Plan", "compute_plan", "plan_from_facts", "parallel_from_launch", "resolve_gpu",
            "SCHEMA_VERSION", "GpuSpec"]
@@ -616,7 +619,7 @@ def device_cc(device: Mapping[str, Any]) -> tuple[int, int] | None:
     return None
 
 
-def plan_from_facts(facts: Any) -> Plan:
+def plan_from_facts(facts: "Facts") -> Plan:
     """The plan MEM checks read: the ``plan`` derived fact (:func:`k3doctor.derived.derive_plan`,
     computed once per fact set from ``launch``, ``gpu``, ``model``/``--model`` and ``packages``).
     Raises ``Skip`` with the reason when it cannot be made."""
