@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
+from .facttypes import GpuFact, LaunchFact
 from .model import Skip
 from .units import GiB
 
@@ -43,19 +44,18 @@ def model_ref(launch: Mapping[str, Any], options: Mapping[str, Any], model: Mapp
     return str(ref) if ref else None
 
 
-def derive_gpu_spec(launch: Mapping[str, Any], gpu: Mapping[str, Any]) -> "GpuSpec":
+def derive_gpu_spec(launch: LaunchFact, gpu: GpuFact) -> "GpuSpec":
     """The smallest device of the ``gpu`` fact (total, free, driver-reserved, compute capability)."""
-    from .memory.plan import GpuSpec, device_cc
+    from .memory.plan import GpuSpec
 
     _usable(launch)
-    devices = [d for d in gpu.get("devices") or [] if isinstance(d, Mapping)]
+    devices = GpuFact.of(gpu).devices
     if not devices:
         raise Skip("no GPU devices in the gpu fact (use --target or a snapshot)")
-    totals = [int(d.get("memory_total") or 0) for d in devices]
-    frees = [int(d["memory_free"]) for d in devices if d.get("memory_free") is not None]
-    reserved = [int(d["memory_reserved"]) for d in devices if d.get("memory_reserved") is not None]
-    return GpuSpec(str(devices[0].get("name") or "gpu"), min(totals), min(frees) if frees else None,
-                   str(gpu.get("source") or "nvml"), device_cc(devices[0]), max(reserved) if reserved else None)
+    frees = [d.memory_free for d in devices if d.memory_free is not None]
+    reserved = [d.memory_reserved for d in devices if d.memory_reserved is not None]
+    return GpuSpec(devices[0].gpu_name or "gpu", min(d.memory_total or 0 for d in devices), min(frees) if frees else None,
+                   str(gpu.get("source") or "nvml"), devices[0].cc, max(reserved) if reserved else None)
 
 
 def derive_inventory(launch: Mapping[str, Any], options: Mapping[str, Any],

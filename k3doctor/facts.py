@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from .facttypes import as_json, typed
 from .model import Skip
 
 __all__ = [
@@ -148,7 +149,7 @@ class Facts:
         probe_timeouts: Mapping[str, float] | None = None,
         static_probes: tuple[str, ...] = (),
     ) -> None:
-        self._values: dict[str, Any] = dict(values or {})
+        self._values: dict[str, Any] = {k: typed(k, v) for k, v in (values or {}).items()}
         self.live = live
         self.options: dict[str, Any] = dict(options or {})
         self.probe_timeout = probe_timeout
@@ -176,8 +177,8 @@ class Facts:
         return name in self.derived or (name in self.probes and (self.live or name in self.static_probes))
 
     def known(self) -> dict[str, Any]:
-        """The facts gathered so far (a copy; derived facts are not included)."""
-        return dict(self._values)
+        """The facts gathered so far, as JSON documents (derived facts are not included)."""
+        return {k: as_json(v) for k, v in self._values.items()}
 
     def option(self, name: str, default: Any = None) -> Any:
         value = self.options.get(name, default)
@@ -249,13 +250,16 @@ class Facts:
         finally:
             if not derived:
                 self.durations[name] = time.perf_counter() - started
-        (self._derived_values if derived else self._values)[name] = value
+        if derived:
+            self._derived_values[name] = value
+        else:
+            self._values[name] = value = typed(name, value)
         return value
 
     def set(self, name: str, value: Any) -> None:
         """Add or replace a fact (the CLI sets ``launch``, ``cluster``, target GPUs, …)."""
         with self._lock:
-            self._values[name] = value
+            self._values[name] = typed(name, value)
             self.errors.pop(name, None)
             # a derived fact may combine this one: derive again on next use
             self._derived_values.clear()

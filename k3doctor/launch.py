@@ -391,10 +391,24 @@ def parse_launch(
     spec.env = env
     spec.env_assignments = {**file_env, **assignments}
 
+    seen = _parse_flags(spec, engine, words[start:])
+    _check_values(spec, engine, seen)
+    return spec
+
+
+def _normal_flag(engine: str, flag: str) -> str:
+    """vLLM's FlexibleArgumentParser accepts ``--max_model_len`` for ``--max-model-len``."""
+    if engine == "vllm" and flag.startswith("--") and "_" in flag.split(".", 1)[0]:
+        head, dot, rest = flag.partition(".")
+        return "--" + head[2:].replace("_", "-") + dot + rest
+    return flag
+
+
+def _parse_flags(spec: LaunchSpec, engine: str, args: list[str]) -> dict[str, str]:
+    """Fill ``spec`` from the engine's arguments; returns field name -> the flag that set it."""
     aliases = _alias_table(engine)
     known_values = _KNOWN_VALUE_FLAGS[engine]
     known_bools = _KNOWN_BOOL_FLAGS[engine]
-    args = words[start:]
     seen: dict[str, str] = {}
     i = 0
     while i < len(args):
@@ -404,25 +418,21 @@ def parse_launch(
             spec.positional.append(word)
             continue
         flag, eq, inline = word.partition("=")
-        if engine == "vllm" and flag.startswith("--") and "_" in flag.split(".", 1)[0]:
-            # vLLM's FlexibleArgumentParser accepts --max_model_len for --max-model-len
-            head, dot, rest = flag.partition(".")
-            flag = "--" + head[2:].replace("_", "-") + dot + rest
+        flag = _normal_flag(engine, flag)
         has_next_value = i < len(args) and (not args[i].startswith("-") or _is_number(args[i]))
+        # the flag's value: written --flag=value, else the next word when it is not a flag
+        raw: str | None = inline if eq else args[i] if has_next_value else None
+        takes_next = not eq and has_next_value
         if flag in aliases:
             name, kind = aliases[flag]
             if kind == "bool":
                 value: Any = _convert("bool", flag, inline, spec.errors) if eq else True
+            elif raw is None:
+                spec.errors.append(f"{flag}: missing value")
+                spec.invalid.append(name)
+                continue
             else:
-                if eq:
-                    raw = inline
-                elif has_next_value:
-                    raw = args[i]
-                    i += 1
-                else:
-                    spec.errors.append(f"{flag}: missing value")
-                    spec.invalid.append(name)
-                    continue
+                i += takes_next
                 value = _convert(kind, flag, raw, spec.errors)
             if value is None:
                 spec.invalid.append(name)
@@ -431,35 +441,27 @@ def parse_launch(
                 spec.errors.append(f"{seen[name]} and {flag} both set {name} to different values")
             seen[name] = flag
             setattr(spec, name, value)
-            spec.flags[flag] = value if not isinstance(value, bool) else value
-            continue
-        if flag.startswith("--no-") and ("--" + flag[5:]) in aliases and aliases["--" + flag[5:]][1] == "bool":
-            name = aliases["--" + flag[5:]][0]
-            setattr(spec, name, False)
+            spec.flags[flag] = value
+        elif flag.startswith("--no-") and ("--" + flag[5:]) in aliases and aliases["--" + flag[5:]][1] == "bool":
+            setattr(spec, aliases["--" + flag[5:]][0], False)
             spec.flags[flag] = True
-            continue
-        if flag in known_bools:
+        elif flag in known_bools:
             spec.flags[flag] = True if not eq else inline
-            continue
-        if flag in known_values:
-            if eq:
-                spec.flags[flag] = inline
-            elif has_next_value:
-                spec.flags[flag] = args[i]
-                i += 1
-            else:
+        elif flag in known_values:
+            if raw is None:
                 spec.errors.append(f"{flag}: missing value")
-            continue
-        # unknown flag: keep it; take the next word as its value if it does not look like a flag
-        spec.unknown_flags.append(flag)
-        if eq:
-            spec.flags[flag] = inline
-        elif has_next_value:
-            spec.flags[flag] = args[i]
-            i += 1
-        else:
-            spec.flags[flag] = True
+            else:
+                spec.flags[flag] = raw
+                i += takes_next
+        else:  # unknown flag: keep it; take the next word as its value if it does not look like a flag
+            spec.unknown_flags.append(flag)
+            spec.flags[flag] = True if raw is None else raw
+            i += takes_next
+    return seen
 
+
+def _check_values(spec: LaunchSpec, engine: str, seen: Mapping[str, str]) -> None:
+    """Values the engine would refuse (CMD001): recorded as errors, the field reset to its default."""
     if engine == "vllm" and spec.model is None and spec.positional:
         spec.model = spec.positional.pop(0)
     for name in ("tp", "pp", "dp", "dcp", "nnodes"):
@@ -474,7 +476,6 @@ def parse_launch(
         spec.invalid.append("mem_fraction")
     if spec.node_rank >= spec.nnodes and spec.nnodes >= 1 and "node_rank" in seen:
         spec.errors.append(f"--node-rank {spec.node_rank} with --nnodes {spec.nnodes}: node rank must be < nnodes")
-    return spec
 
 
 #: ``docker run`` options that take a value (the next word unless written ``--opt=value``)

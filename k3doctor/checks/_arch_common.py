@@ -55,26 +55,6 @@ def _int(launch: Mapping[str, Any], key: str, default: int = 1) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
 
 
-def _attention_tp(launch: Mapping[str, Any]) -> int:
-    value = launch.get("attention_tp")
-    if isinstance(value, int) and value > 0:
-        return value
-    tp, dp = _int(launch, "tp"), _int(launch, "dp")
-    if launch.get("engine") == "sglang" and launch.get("enable_dp_attention") and tp % dp == 0:
-        return tp // dp
-    return tp
-
-
-def _world_size(launch: Mapping[str, Any]) -> int:
-    value = launch.get("world_size")
-    if isinstance(value, int) and value > 0:
-        return value
-    tp, pp, dp = _int(launch, "tp"), _int(launch, "pp"), _int(launch, "dp")
-    if launch.get("engine") == "sglang" and launch.get("enable_dp_attention"):
-        return tp * pp
-    return tp * pp * dp
-
-
 def _model(launch: Mapping[str, Any] | None, model: Mapping[str, Any] | None) -> ModelInfo:
     return resolve_model(launch, model, load_rules())
 

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any, Callable, Mapping, Sequence
 
 from ..check import Check
+from ..facttypes import ClusterFact
 
 #: Interface-pinning variables: name -> "exact" (Gloo, TensorPipe) or "prefix" (NCCL's list syntax).
 IFNAME_VARS: dict[str, str] = {"GLOO_SOCKET_IFNAME": "exact", "NCCL_SOCKET_IFNAME": "prefix", "TP_SOCKET_IFNAME": "exact"}
@@ -20,10 +21,10 @@ _ENV_ERROR_PREFIXES = ("NCCL_", "GLOO_", "SGLANG_", "SGL_", "VLLM_")
 
 
 # -- helpers --------------------------------------------------------------------------------------
-def _cluster(cluster: Any) -> Mapping[str, Any]:
+def _cluster(cluster: Any) -> ClusterFact:
     if not isinstance(cluster, Mapping):
         raise Check.skip("the cluster fact is malformed (not an object)")
-    return cluster
+    return ClusterFact.of(cluster)
 
 
 def _nodes(cluster: Any, *, need: int = 2) -> list[Mapping[str, Any]]:

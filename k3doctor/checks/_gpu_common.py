@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..facttypes import GpuFact
 from ..model import Skip
 
 GB = 10**9
@@ -41,12 +42,12 @@ TORCH_CUDA_TAGS = (118, 121, 124, 126, 128, 129, 130)
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def _gpu(gpu: Any) -> dict[str, Any]:
+def _gpu(gpu: Any) -> GpuFact:
     """The gpu fact when NVML answered, else Skip naming GPU001 (also when there is no gpu fact)."""
     if not isinstance(gpu, Mapping) or not gpu.get("ok"):
         reason = gpu.get("error") if isinstance(gpu, Mapping) else "no gpu fact"
         raise Skip(f"requires GPU001 (NVML not reachable: {reason})")
-    return dict(gpu)
+    return GpuFact.of(gpu)
 
 
 def _devices(gpu: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from ..archrules import (
     resolve_model,
 )
 from ..check import Check, module_checks
+from ..facttypes import GpuFact, LaunchFact, ModelFact, PackagesFact
 from ..model import Finding, Severity
 
 from ._arch_common import (  # noqa: F401 - the family's shared constants and helpers
@@ -60,11 +61,11 @@ class ARCH001(Check):
 
     url = "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/server_args.py"
 
-    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], packages: Mapping[str, Any] | None = None,
-            model: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, launch: LaunchFact, gpu: GpuFact, packages: PackagesFact | None = None,
+            model: ModelFact | None = None) -> Iterator[Finding]:
         groups = _groups_or_skip(gpu, self)
         table = load_rules()
-        packages = packages or {}
+        packages = packages or PackagesFact.from_json({})
         info = _model(launch, model)
         tp = _int(launch, "tp")
         for rule, match in table.matches(launch):
@@ -162,8 +163,8 @@ class ARCH002(Check):
 
     severity = Severity.INFO
 
-    def run(self, gpu: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
-            model: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, gpu: GpuFact, launch: LaunchFact | None = None,
+            model: ModelFact | None = None) -> Iterator[Finding]:
         model_fact = model
         if launch is None and model_fact is None:
             raise self.skip("no launch command and no model directory: cannot tell whether the model is MXFP4")
@@ -172,8 +173,8 @@ class ARCH002(Check):
         reason = mxfp4_reason(launch, info)
         if reason is None:
             return
-        engine = str((launch or {}).get("engine") or "")
-        backend = (launch or {}).get("moe_runner_backend")
+        engine = str(launch.get("engine") or "") if launch else ""
+        backend = launch.get("moe_runner_backend") if launch else None
         if str(backend or "").lower() == "marlin":
             how = f"Marlin (`{'--moe-backend' if engine == 'vllm' else '--moe-runner-backend'} marlin`, as launched)"
             fix_flag = "--moe-backend marlin" if engine == "vllm" else "--moe-runner-backend marlin"
@@ -240,8 +241,8 @@ class ARCH003(Check):
 
     url = "https://github.com/vllm-project/recipes/issues/698"
 
-    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any] | None = None,
-            packages: Mapping[str, Any] | None = None, model: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, launch: LaunchFact, gpu: GpuFact | None = None,
+            packages: PackagesFact | None = None, model: ModelFact | None = None) -> Iterator[Finding]:
         if launch.get("engine") != "vllm":
             return
         pp = _int(launch, "pp")
@@ -255,7 +256,7 @@ class ARCH003(Check):
         if groups and not hopper:
             return
         tp = _int(launch, "tp")
-        packages = packages or {}
+        packages = packages or PackagesFact.from_json({})
         if hopper:
             cc, names, count = hopper[0]
             on = f"Hopper ({_gpu_desc(gpu, cc, names, count)})"
@@ -327,8 +328,8 @@ class ARCH004(Check):
     severity = Severity.WARNING
     url = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-mnnvl-enable"
 
-    def run(self, gpu: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
-            env: Mapping[str, Any] | None = None, packages: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, gpu: GpuFact, launch: LaunchFact | None = None,
+            env: Mapping[str, Any] | None = None, packages: PackagesFact | None = None) -> Iterator[Finding]:
         if launch:
             env = launch.get("env")
         if env is None:
@@ -342,7 +343,7 @@ class ARCH004(Check):
         domains = [str(d.get("nvlink_domain")) for d in devices if d.get("nvlink_domain") is not None]
         names = sorted({str(d.get("name") or "GPU") for d in devices})
         gb_class = any(_GB_NAME.search(n) for n in names) or "multi-node" in domains
-        packages = packages or {}
+        packages = packages or PackagesFact.from_json({})
         nccl = _nccl_version(packages)
         evidence = {
             "NCCL_MNNVL_ENABLE": "1",

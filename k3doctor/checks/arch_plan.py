@@ -12,11 +12,12 @@ from ..archrules import (
     format_cc,
 )
 from ..check import Check, module_checks
+from ..facttypes import GpuFact, LaunchFact, ModelFact
 from ..model import Finding, Severity
 
 from ._arch_common import (  # noqa: F401 - the family's shared constants and helpers
-    _ENGINE_NAMES, _POW2, _attention_tp, _divisors, _gpu_desc, _int, _model, _quote,
-    _where, _world_size,
+    _ENGINE_NAMES, _POW2, _divisors, _gpu_desc, _int, _model, _quote,
+    _where,
 )
 
 
@@ -44,8 +45,8 @@ class ARCH005(Check):
     Use the sizes the finding lists (they divide the model's heads/experts and the GPUs).
     """
 
-    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any] | None = None,
-            model: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, launch: LaunchFact, gpu: GpuFact | None = None,
+            model: ModelFact | None = None) -> Iterator[Finding]:
         engine = str(launch.get("engine") or "")
         info = _model(launch, model)
         yield from self._heads(launch, engine, info)
@@ -57,10 +58,10 @@ class ARCH005(Check):
         heads = info.heads
         if not heads:
             return
-        attn_tp = _attention_tp(launch)
+        attn_tp = LaunchFact.of(launch).attention_tp
         if heads % attn_tp == 0:
             return
-        valid = _divisors(heads, max(_world_size(launch), attn_tp))
+        valid = _divisors(heads, max(LaunchFact.of(launch).world_size, attn_tp))
         if engine == "vllm":
             said = _quote("vllm", f"Total number of attention heads ({heads}) must be divisible by tensor parallel size ({attn_tp}).", True)
             fix = f"use --tensor-parallel-size in {valid} ({heads} heads)"
@@ -89,7 +90,7 @@ class ARCH005(Check):
         ep = _int(launch, "ep")
         if not experts or ep <= 1 or experts % ep == 0:
             return
-        valid = _divisors(experts, max(_world_size(launch), ep))
+        valid = _divisors(experts, max(LaunchFact.of(launch).world_size, ep))
         mega = str(launch.get("moe_runner_backend") or "") == "deep_gemm_mega_moe"
         if engine == "vllm":
             if not (mega and info.family == "kimi-k3"):
@@ -141,7 +142,7 @@ class ARCH005(Check):
         gpus = len([d for d in gpu.get("devices") or [] if isinstance(d, Mapping)])
         if gpus == 0:
             return
-        world = _world_size(launch)
+        world = LaunchFact.of(launch).world_size
         nnodes = _int(launch, "nnodes")
         ray = str(launch.get("distributed_executor_backend") or "").lower() == "ray"
         tp, pp, dp = _int(launch, "tp"), _int(launch, "pp"), _int(launch, "dp")
@@ -221,7 +222,7 @@ class ARCH006(Check):
 
     url = "https://github.com/vllm-project/vllm/blob/main/vllm/models/kimi_k3/nvidia/model.py"
 
-    def run(self, launch: Mapping[str, Any], model: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, launch: LaunchFact, model: ModelFact | None = None) -> Iterator[Finding]:
         if launch.get("engine") != "vllm" or str(launch.get("moe_runner_backend") or "") != "deep_gemm_mega_moe":
             return
         flags = launch.get("flags") or {}
@@ -273,14 +274,14 @@ class ARCH007(Check):
     severity = Severity.INFO
     url = "https://github.com/vllm-project/vllm/blob/main/vllm/models/kimi_k3/nvidia/kda.py"
 
-    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any] | None = None,
-            model: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, launch: LaunchFact, gpu: GpuFact | None = None,
+            model: ModelFact | None = None) -> Iterator[Finding]:
         info = _model(launch, model)
         if info.family != "kimi-k3":
             return
         engine = str(launch.get("engine") or "")
         kda = info.kda_heads or info.heads or 96
-        attn_tp = _attention_tp(launch)
+        attn_tp = LaunchFact.of(launch).attention_tp
         allowed = _SGLANG_FUSED_KDA_LOCAL_HEADS if engine == "sglang" else _VLLM_FUSED_KDA_LOCAL_HEADS
         if engine in ("sglang", "vllm") and kda % attn_tp == 0 and kda // attn_tp not in allowed:
             local = kda // attn_tp

@@ -12,6 +12,7 @@ import shlex
 from typing import Any, Callable, ClassVar, Iterable, Mapping
 
 from ..check import Check, module_checks
+from ..facttypes import ModelFact
 from ..model import Finding, Severity
 
 __all__ = ["CHECKS", "refetch_command", "CKPT001", "CKPT002", "CKPT003", "CKPT004", "CKPT005", "CKPT006",
@@ -47,10 +48,10 @@ def refetch_command(model: Mapping[str, Any], file: str) -> str:
     return cmd
 
 
-def _scanned(m: Any) -> Mapping[str, Any]:
+def _scanned(m: Any) -> ModelFact:
     if not isinstance(m, Mapping) or "problems" not in m:
         raise Check.skip("the model fact has no scan result")
-    return m
+    return ModelFact.of(m)
 
 
 def _subject(p: Mapping[str, Any]) -> str:
@@ -83,7 +84,7 @@ class _CkptCheck(Check):
         if not model.get("exists"):
             raise self.skip("the model directory does not exist (see CKPT001)")
 
-    def run(self, model: Mapping[str, Any]) -> Iterable[Finding]:
+    def run(self, model: ModelFact) -> Iterable[Finding]:
         model = _scanned(model)
         self.precondition(model)
         counts = model.get("problem_counts") or {}
@@ -136,7 +137,7 @@ class CKPT001(_CkptCheck):
     def precondition(self, model: Mapping[str, Any]) -> None:
         return None
 
-    def run(self, model: Mapping[str, Any]) -> Iterable[Finding]:
+    def run(self, model: ModelFact) -> Iterable[Finding]:
         model = _scanned(model)
         for f in super().run(model):
             repo = model.get("repo") or _PLACEHOLDER

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator, Mapping
 
 from ..check import Check, module_checks
+from ..facttypes import ClusterFact
 from ..model import Finding, Severity
 from ._clu_common import (  # noqa: F401 - the family's shared constants and helpers
     ENV_PREFIXES, IFNAME_VARS, PER_NODE_ENV, PER_NODE_FLAGS, _cluster, _differences, _ev, _evidence,
@@ -70,7 +71,7 @@ class CLU001(Check):
     """
 
 
-    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+    def run(self, cluster: ClusterFact) -> Iterator[Finding]:
         cluster = _cluster(cluster)
         nnodes = int(cluster.get("nnodes") or 0)
         nodes = [n for n in cluster.get("nodes") or [] if isinstance(n, Mapping)]
@@ -146,7 +147,7 @@ class CLU002(Check):
     """
 
 
-    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+    def run(self, cluster: ClusterFact) -> Iterator[Finding]:
         nodes = _nodes(cluster, need=1)
         for var, kind in IFNAME_VARS.items():
             settings = {int(n.get("node_rank", 0)): _pinned(n, var) for n in nodes}
@@ -277,7 +278,7 @@ class CLU003(Check):
     """
 
 
-    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+    def run(self, cluster: ClusterFact) -> Iterator[Finding]:
         nodes = _nodes(cluster)
         for label, where, severity in _SOFTWARE:
             values = _differences(nodes, _software_getter(where))
@@ -358,7 +359,7 @@ class CLU004(Check):
     """
 
 
-    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+    def run(self, cluster: ClusterFact) -> Iterator[Finding]:
         nodes = _nodes(cluster)
         for label, key, getter, severity, fix in _GPU_ASPECTS:
             values = _differences(nodes, getter)
@@ -419,7 +420,7 @@ class CLU005(Check):
     """
 
 
-    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+    def run(self, cluster: ClusterFact) -> Iterator[Finding]:
         nodes = _nodes(cluster)
         models = {int(n.get("node_rank", 0)): _fact(n, "model") for n in nodes}
         if not any(isinstance(m, Mapping) for m in models.values()):

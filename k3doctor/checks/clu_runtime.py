@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..check import Check, module_checks
+from ..facttypes import ClusterFact
 from ..model import Finding, Severity
 from ._clu_common import (  # noqa: F401 - the family's shared constants and helpers
     ENV_PREFIXES, PER_NODE_ENV, PER_NODE_FLAGS, _ENV_ERROR_PREFIXES, _cluster, _ev, _evidence,
@@ -51,7 +52,7 @@ class CLU006(Check):
     """
 
 
-    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+    def run(self, cluster: ClusterFact) -> Iterator[Finding]:
         nodes = _nodes(cluster)
         envs = {int(n.get("node_rank", 0)): _effective_env(n) for n in nodes}
         known = {r: e for r, e in envs.items() if e is not None}
@@ -109,7 +110,7 @@ class CLU007(Check):
     """
 
 
-    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+    def run(self, cluster: ClusterFact) -> Iterator[Finding]:
         nodes = _nodes(cluster)
         views: dict[int, dict[str, Any]] = {}
         for node in nodes:
@@ -168,7 +169,7 @@ class CLU008(Check):
 
     severity = Severity.WARNING
 
-    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+    def run(self, cluster: ClusterFact) -> Iterator[Finding]:
         cluster = _cluster(cluster)
         clock = cluster.get("clock") or {}
         if not clock.get("measured"):
@@ -226,7 +227,7 @@ class CLU009(Check):
     """
 
 
-    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+    def run(self, cluster: ClusterFact) -> Iterator[Finding]:
         cluster = _cluster(cluster)
         boot = cluster.get("bootstrap") or {}
         if not boot.get("ran"):
@@ -323,7 +324,7 @@ class CLU010(Check):
     """
 
 
-    def run(self, cluster: Mapping[str, Any]) -> Iterator[Finding]:
+    def run(self, cluster: ClusterFact) -> Iterator[Finding]:
         cluster = _cluster(cluster)
         nccl = cluster.get("nccl")
         if not isinstance(nccl, Mapping):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..check import Check, module_checks
+from ..facttypes import ClusterFact, GpuFact, LaunchFact, MountsFact, PathsFact
 from ..hostenv import sanitize
 from ..hostenv.topology import launch_env_of, nnodes_of, ranks_per_node_of
 from ..model import Finding, Severity
@@ -16,11 +17,11 @@ from ..units import GiB
 MIN_FREE = 2 * GiB
 
 
-def _paths(raw: Any) -> dict[str, Any]:
+def _paths(raw: Any) -> PathsFact:
     paths = sanitize.paths(raw)
     if paths is None:
         raise Check.skip("the paths fact has no entries")
-    return paths
+    return PathsFact.of(paths)
 
 
 def _entries(paths: Any, launch: Any = None, mounts_fact: Any = None, env_fact: Any = None) -> list[Mapping[str, Any]]:
@@ -97,9 +98,9 @@ class FS001(Check):
     `eval "$(k3doctor env)"` on each node, which prints all of them.
     """
 
-    def run(self, paths: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
-            mounts: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
-            gpu: Mapping[str, Any] | None = None, cluster: Mapping[str, Any] | None = None,
+    def run(self, paths: PathsFact, launch: LaunchFact | None = None,
+            mounts: MountsFact | None = None, env: Mapping[str, str] | None = None,
+            gpu: GpuFact | None = None, cluster: ClusterFact | None = None,
             options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         entries = _entries(paths, launch, mounts, env)
         rpn, how = ranks_per_node_of(launch, gpu)
@@ -144,8 +145,8 @@ class FS002(Check):
     `export TRITON_CACHE_DIR=/tmp/k3doctor-$USER/triton` (or `eval "$(k3doctor env)"`).
     """
 
-    def run(self, paths: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
-            mounts: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Iterable[Finding]:
+    def run(self, paths: PathsFact, launch: LaunchFact | None = None,
+            mounts: MountsFact | None = None, env: Mapping[str, str] | None = None) -> Iterable[Finding]:
         for e in _entries(paths, launch, mounts, env):
             if e.get("key") in ("home", "model"):
                 continue
@@ -187,8 +188,8 @@ class FS003(Check):
 
     severity = Severity.INFO
 
-    def run(self, paths: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
-            mounts: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Iterable[Finding]:
+    def run(self, paths: PathsFact, launch: LaunchFact | None = None,
+            mounts: MountsFact | None = None, env: Mapping[str, str] | None = None) -> Iterable[Finding]:
         model = next((e for e in _entries(paths, launch, mounts, env) if e.get("key") == "model"), None)
         paths = _paths(paths)
         if model is None:
@@ -242,9 +243,9 @@ class FS004(Check):
 
     severity = Severity.INFO
 
-    def run(self, paths: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
-            mounts: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None,
-            cluster: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+    def run(self, paths: PathsFact, launch: LaunchFact | None = None,
+            mounts: MountsFact | None = None, env: Mapping[str, str] | None = None,
+            cluster: ClusterFact | None = None, options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         entries = _entries(paths, launch, mounts, env)
         n_nodes = nnodes_of(launch, options, cluster) or 0
         home = next((e for e in entries if e.get("key") == "home"), None)

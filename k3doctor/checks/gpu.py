@@ -12,6 +12,7 @@ import re
 from typing import Any, Iterator, Mapping
 
 from ..check import Check, module_checks
+from ..facttypes import GpuFact, LaunchFact, PackagesFact
 from ..model import Finding, Severity
 from ._gpu_common import (  # noqa: F401 - the family's shared constants and helpers
     CUDA_CONTEXT_BYTES, FREE_MEMORY_RATIO, GB, HW_THROTTLE_BITS, SGLANG_IMBALANCE_RATIO,
@@ -68,7 +69,7 @@ class GPU001(Check):
     """
 
 
-    def run(self, gpu: Mapping[str, Any]) -> Iterator[Finding]:
+    def run(self, gpu: GpuFact) -> Iterator[Finding]:
         if not isinstance(gpu, Mapping):
             yield self.finding("the gpu fact is malformed (not an object)", fix="re-create the snapshot")
             return
@@ -141,7 +142,7 @@ class GPU002(Check):
 
     requires = ("GPU001",)
 
-    def run(self, gpu: Mapping[str, Any] | None = None, launch: Mapping[str, Any] | None = None,
+    def run(self, gpu: GpuFact | None = None, launch: LaunchFact | None = None,
             env: Mapping[str, Any] | None = None,
             options: Mapping[str, Any] | None = None) -> Iterator[Finding]:
         devices = _devices(_gpu(gpu))
@@ -233,7 +234,7 @@ class GPU003(Check):
     requires = ("GPU001",)
     severity = Severity.INFO
 
-    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, gpu: GpuFact | None = None) -> Iterator[Finding]:
         devices = _devices(_gpu(gpu))
         missing = [d for d in devices if not isinstance(d.get("cc"), (list, tuple))]
         groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -305,7 +306,7 @@ class GPU011(Check):
 
     requires = ("GPU001",)
 
-    def run(self, gpu: Mapping[str, Any], driver_cuda: int, packages: Mapping[str, Any]) -> Iterator[Finding]:
+    def run(self, gpu: GpuFact, driver_cuda: int, packages: PackagesFact) -> Iterator[Finding]:
         if not isinstance(packages, Mapping) or not packages.get("torch"):
             raise self.skip("torch is not installed")
         torch_cuda_text = packages.get("torch_cuda")
@@ -378,11 +379,11 @@ class GPU012(Check):
     requires = ("GPU001",)
     severity = Severity.WARNING
 
-    def run(self, gpu: Mapping[str, Any] | None = None, launch: Mapping[str, Any] | None = None,
+    def run(self, gpu: GpuFact | None = None, launch: LaunchFact | None = None,
             env: Mapping[str, Any] | None = None) -> Iterator[Finding]:
         gpu = _gpu(gpu)
         devices = _with(gpu, _devices(gpu), "memory_total", "memory_free", what="memory usage")
-        launch = launch if isinstance(launch, Mapping) else {}
+        launch = launch if isinstance(launch, Mapping) else LaunchFact.from_json({})
         yield from self._processes(devices)
         yield from self._low_free(devices)
         yield from self._imbalance(devices, launch, _env(env, launch))

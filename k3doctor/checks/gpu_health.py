@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping
 
 from ..check import Check, module_checks
+from ..facttypes import GpuFact
 from ..model import EvidenceValue, Finding, Severity
 from ._gpu_common import (  # noqa: F401 - the family's shared constants and helpers
     HW_THROTTLE_BITS, ROW_REMAP_UNCORRECTABLE_LIMIT, THROTTLE_BITS, _devices, _gpu, _index_list, _subject, _unknown, _with,
@@ -38,7 +39,7 @@ class GPU004(Check):
 
     requires = ("GPU001",)
 
-    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, gpu: GpuFact | None = None) -> Iterator[Finding]:
         gpu = _gpu(gpu)
         devices = _devices(gpu)
         keys = ("ecc_current", "ecc_volatile_uncorrected", "remapped_rows")
@@ -133,7 +134,7 @@ class GPU005(Check):
 
     requires = ("GPU001",)
 
-    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, gpu: GpuFact | None = None) -> Iterator[Finding]:
         gpu = _gpu(gpu)
         devices = _with(gpu, _devices(gpu), "mig_current", what="MIG mode")
         on = [d for d in devices if d.get("mig_current")]
@@ -175,7 +176,7 @@ class GPU006(Check):
     requires = ("GPU001",)
     severity = Severity.WARNING
 
-    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, gpu: GpuFact | None = None) -> Iterator[Finding]:
         gpu = _gpu(gpu)
         devices = _with(gpu, _devices(gpu), "persistence", what="persistence mode")
         off = [d for d in devices if d.get("persistence") is False]
@@ -209,7 +210,7 @@ class GPU007(Check):
     requires = ("GPU001",)
     severity = Severity.WARNING
 
-    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, gpu: GpuFact | None = None) -> Iterator[Finding]:
         gpu = _gpu(gpu)
         devices = _with(gpu, _devices(gpu), "pcie_width", "pcie_max_width", what="the PCIe link width")
         for device in devices:
@@ -264,7 +265,7 @@ class GPU008(Check):
 
     requires = ("GPU001",)
 
-    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, gpu: GpuFact | None = None) -> Iterator[Finding]:
         gpu = _gpu(gpu)
         devices = _devices(gpu)
         if all(d.get("nvlink") is None for d in devices):
@@ -320,7 +321,7 @@ class GPU009(Check):
     requires = ("GPU001",)
     severity = Severity.WARNING
 
-    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, gpu: GpuFact | None = None) -> Iterator[Finding]:
         gpu = _gpu(gpu)
         devices = _with(gpu, _devices(gpu), "throttle_reasons", what="clock throttle reasons")
         for device in devices:
@@ -377,7 +378,7 @@ class GPU010(Check):
 
     requires = ("GPU001",)
 
-    def run(self, gpu: Mapping[str, Any] | None = None) -> Iterator[Finding]:
+    def run(self, gpu: GpuFact | None = None) -> Iterator[Finding]:
         gpu = _gpu(gpu)
         devices = _devices(gpu)
         reported = [d for d in devices if isinstance(d.get("fabric"), Mapping)]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ..check import Check, module_checks
+from ..facttypes import GpuFact, LaunchFact
 from ..model import Finding, Severity
 from ..units import gib as _gib
 
@@ -87,7 +88,7 @@ class MEM001(Check):
 
     severity = Severity.ERROR
 
-    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], plan: "Plan",
+    def run(self, launch: LaunchFact, gpu: GpuFact, plan: "Plan",
             inventory: "Inventory") -> Iterator[Finding]:
         if plan.weights_fit:
             return
@@ -143,7 +144,7 @@ class MEM002(Check):
 
     severity = Severity.ERROR
 
-    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], plan: "Plan") -> Iterator[Finding]:
+    def run(self, launch: LaunchFact, gpu: GpuFact, plan: "Plan") -> Iterator[Finding]:
         if not plan.weights_fit or plan.kv_fits or plan.header_only:
             return
         implicit = bool(getattr(plan, "context_implicit", False))
@@ -189,7 +190,7 @@ class MEM003(Check):
 
     severity = Severity.ERROR
 
-    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], plan: "Plan") -> Iterator[Finding]:
+    def run(self, launch: LaunchFact, gpu: GpuFact, plan: "Plan") -> Iterator[Finding]:
         if plan.load_fits:
             return
         worst = max(plan.stages, key=lambda s: s.load_peak_bytes)
@@ -227,7 +228,7 @@ class MEM004(Check):
 
     severity = Severity.WARNING
 
-    def run(self, launch: Mapping[str, Any], gpu: Mapping[str, Any], plan: "Plan",
+    def run(self, launch: LaunchFact, gpu: GpuFact, plan: "Plan",
             inventory: "Inventory") -> Iterator[Finding]:
         from dataclasses import replace
 

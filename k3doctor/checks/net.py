@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..check import Check, module_checks
+from ..facttypes import ClusterFact, LaunchFact, NetFact
 from ..hostenv import ifname, sanitize
 from ..hostenv.netinfo import candidates
 from ..hostenv.topology import launch_env_of, nnodes_of
@@ -15,11 +16,11 @@ __all__ = ["CHECKS", "NET001", "NET002", "NET003", "NET004", "NET005", "NET006",
 _FIX_ENV = 'eval "$(k3doctor env --dist-init-addr HEAD:PORT)"'
 
 
-def _net(raw: Any) -> Mapping[str, Any]:
+def _net(raw: Any) -> NetFact:
     net = sanitize.net(raw)
     if net is None:
         raise Check.skip("the net fact has no interface list")
-    return net
+    return NetFact.of(net)
 
 
 def _rdv(raw: Any, required: bool = False) -> dict[str, Any] | None:
@@ -97,7 +98,7 @@ class NET001(Check):
     """
 
 
-    def run(self, net: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+    def run(self, net: NetFact, launch: LaunchFact | None = None,
             env: Mapping[str, Any] | None = None,
             rendezvous: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
@@ -169,7 +170,7 @@ class NET002(Check):
     """
 
 
-    def run(self, net: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+    def run(self, net: NetFact, launch: LaunchFact | None = None,
             env: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
         raw = launch_env_of(launch, env).get("NCCL_IB_HCA")
@@ -238,9 +239,9 @@ class NET003(Check):
 
     severity = Severity.WARNING
 
-    def run(self, net: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+    def run(self, net: NetFact, launch: LaunchFact | None = None,
             env: Mapping[str, Any] | None = None, rendezvous: Mapping[str, Any] | None = None,
-            cluster: Mapping[str, Any] | None = None,
+            cluster: ClusterFact | None = None,
             options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
         n = nnodes_of(launch, options, cluster)
@@ -285,9 +286,9 @@ class NET004(Check):
     """
 
 
-    def run(self, net: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+    def run(self, net: NetFact, launch: LaunchFact | None = None,
             env: Mapping[str, Any] | None = None, rendezvous: Mapping[str, Any] | None = None,
-            cluster: Mapping[str, Any] | None = None,
+            cluster: ClusterFact | None = None,
             options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         host = _net(net).get("hostname")
         if not isinstance(host, Mapping):
@@ -333,8 +334,8 @@ class NET005(Check):
     """
 
 
-    def run(self, rendezvous: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
-            cluster: Mapping[str, Any] | None = None,
+    def run(self, rendezvous: Mapping[str, Any], launch: LaunchFact | None = None,
+            cluster: ClusterFact | None = None,
             options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         rdv = _rdv(rendezvous, required=True)
         assert rdv is not None
@@ -393,9 +394,9 @@ class NET006(Check):
 
     severity = Severity.WARNING
 
-    def run(self, net: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+    def run(self, net: NetFact, launch: LaunchFact | None = None,
             env: Mapping[str, Any] | None = None, rendezvous: Mapping[str, Any] | None = None,
-            cluster: Mapping[str, Any] | None = None,
+            cluster: ClusterFact | None = None,
             options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
         itfs = _by_name(net)
@@ -456,8 +457,8 @@ class NET007(Check):
 
     severity = Severity.WARNING
 
-    def run(self, net: Mapping[str, Any], rendezvous: Mapping[str, Any],
-            launch: Mapping[str, Any] | None = None,
+    def run(self, net: NetFact, rendezvous: Mapping[str, Any],
+            launch: LaunchFact | None = None,
             env: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
         rdv = _rdv(rendezvous, required=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..check import Check, module_checks
+from ..facttypes import GpuFact, LaunchFact, ModelFact
 from ..hostenv import sanitize
 from ..hostenv.topology import launch_env_of, ranks_per_node_of
 from ..model import Finding, Severity
@@ -48,8 +49,8 @@ class OS001(Check):
     (`medium: Memory`, `sizeLimit: 16Gi`) at `/dev/shm`. At least 1 GiB.
     """
 
-    def run(self, limits: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
-            gpu: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+    def run(self, limits: Mapping[str, Any], launch: LaunchFact | None = None,
+            gpu: GpuFact | None = None) -> Iterable[Finding]:
         shm = _limits(limits).get("shm")
         if not isinstance(shm, Mapping):
             raise self.skip("no /dev/shm reading")
@@ -93,7 +94,7 @@ class OS002(Check):
     `* - memlock unlimited`, `docker run --ulimit memlock=-1:-1`, Slurm `PropagateResourceLimits`.
     """
 
-    def run(self, limits: Mapping[str, Any], launch: Mapping[str, Any] | None = None,
+    def run(self, limits: Mapping[str, Any], launch: LaunchFact | None = None,
             env: Mapping[str, str] | None = None) -> Iterable[Finding]:
         lim = _limits(limits)
         env = launch_env_of(launch, env)
@@ -186,8 +187,8 @@ class OS004(Check):
 
     severity = Severity.WARNING
 
-    def run(self, limits: Mapping[str, Any], model: Mapping[str, Any] | None = None,
-            launch: Mapping[str, Any] | None = None, gpu: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+    def run(self, limits: Mapping[str, Any], model: ModelFact | None = None,
+            launch: LaunchFact | None = None, gpu: GpuFact | None = None) -> Iterable[Finding]:
         lim = _limits(limits)
         total, biggest = _model_sizes(model)
         if biggest is None:

@@ -25,7 +25,7 @@ import secrets
 import socket
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ._common import (
     CLOCK_SKEW_THRESHOLD_S,
@@ -460,7 +460,7 @@ class _Live:
 
 def _gpu_count(facts: dict[str, Any]) -> int | None:
     gpu = facts.get("gpu")
-    if isinstance(gpu, dict) and gpu.get("ok") and isinstance(gpu.get("devices"), list):
+    if isinstance(gpu, Mapping) and gpu.get("ok") and isinstance(gpu.get("devices"), list):
         return len(gpu["devices"])
     return None
 

@@ -319,6 +319,164 @@ def _vllm_overhead(inv: Inventory, par: Parallel, stage: int, gpu_total: int,
 
 
 # -- the projection ------------------------------------------------------------------------
+@dataclass
+class _StageKv:
+    """What one pipeline stage has for KV (+ recurrent state) under the engine's budget rule."""
+
+    budget: int
+    budget_basis: str
+    kv: float = 0
+    state: int = 0
+    reserve: int = 0
+    reserve_parts: dict[str, int] = field(default_factory=dict)
+    per_tok: float = 0.0
+    kv_tokens: int = 0
+    max_ctx: int = 0
+    conc: int | None = None
+    avail: int = 0  # what the engine has for KV (+ state) on this stage; may be negative (vLLM)
+    need: float | None = None  # what the requested context at the concurrency needs of it, as the engine counts it
+    overhead: int = 0  # vLLM: the non-KV overhead the profile run charges
+    note: str = ""
+
+
+def _plan_notes(inv: Inventory, par: Parallel, vllm_version: str | None) -> tuple[list[str], str]:
+    """The plan's notes on how it was made (approximate spec, header-only, vLLM runner and CUDA-graph
+    accounting) and the vLLM model runner it assumes."""
+    spec = inv.spec
+    notes = list(inv.notes)
+    if spec is not None and spec.approximate:
+        notes.append("APPROXIMATE: " + "; ".join(spec.notes)
+                     + ("" if inv.source == "headers" else
+                        " (config only: point --model at the downloaded shards and their headers make the sizes exact)"))
+        if any(m in ("mamba", "linear") for m in spec.layer_mixers):
+            notes.append("the recurrent state of the Mamba/linear-attention layers is not counted in the KV "
+                         "projection (only the full-attention layers' KV cache is)")
+    elif spec is not None and spec.notes:
+        notes.extend(spec.notes)
+    if inv.header_only:
+        notes.append("HEADER-ONLY accounting: unknown architecture, placement by tensor names only "
+                     "(no KV/state projection)")
+    runner = "v1"
+    if par.engine == "vllm":
+        runner, runner_why = vllm_model_runner(par, spec, vllm_version)
+        if runner == "v2":
+            notes.append(f"vLLM model runner V2 ({runner_why}): profile-run sampler without top-k/top-p sort")
+    ver = _version_tuple(vllm_version)
+    if par.engine == "vllm" and str((par.env or {}).get(C.VLLM_CUDAGRAPH_ENV, "")).strip() == "" and (
+            ver is None or ver >= C.VLLM_CUDAGRAPH_DEFAULT_SINCE):
+        notes.append("vLLM ≥ 0.21 also subtracts its CUDA-graph estimate by default "
+                     f"({C.VLLM_CUDAGRAPH_ENV}=1; 0.4–4 GiB seen, growing with --max-num-batched-tokens on "
+                     "hybrid linear-attention models); not counted here, so on those releases the KV shown is "
+                     f"an upper bound (set {C.VLLM_CUDAGRAPH_ENV}=0 to match it, or =1 to count a flat "
+                     f"{C.VLLM_CUDAGRAPH_BYTES >> 20} MiB)")
+    return notes, runner
+
+
+def _kv_need(inv: Inventory, par: Parallel, s: int, req_ctx: int, conc: int) -> float:
+    """KV bytes ``conc`` requests of ``req_ctx`` tokens need on stage ``s`` (full + sliding layers)."""
+    spec = inv.spec
+    assert spec is not None
+    return conc * (req_ctx * kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
+                   + sliding_bytes_per_request(spec, par, s, par.kv_cache_dtype))
+
+
+def _sglang_stage(inv: Inventory, par: Parallel, s: int, weights: int, free0: int, total: int,
+                  proc: dict[str, int], req_ctx: int | None, conc: int) -> _StageKv:
+    """SGLang: a static pool of ``--mem-fraction-static`` × free memory after the CUDA context
+    (and NCCL); weights first, the rest split between the token pool and the KDA state pool."""
+    spec = inv.spec
+    proc_bytes = sum(proc.values())
+    f = par.mem_fraction if par.mem_fraction is not None else sglang_default_mem_fraction(total, par)
+    free_init = free0 - proc_bytes
+    out = _StageKv(budget=int(f * free_init),
+                   budget_basis=(f"--mem-fraction-static {f:g} × {_gib(free_init)} free after the CUDA context"
+                                 + (" and NCCL" if "nccl" in proc else "")),
+                   reserve=proc_bytes,  # context + NCCL; the (1 - f) headroom for activations/graphs shows as free
+                   reserve_parts=dict(proc))
+    pool = out.budget - weights
+    if spec is not None:  # shown even when nothing is left for KV
+        out.per_tok = kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
+    if spec is not None and pool > 0:
+        per_tok = out.per_tok
+        if spec.kda_layers:
+            _, kda, _ = stage_layer_sets(spec, par, s)
+            slot = kda_state_bytes(spec, par.attn_tp, par.mamba_ssm_dtype) * len(kda)
+            ratio = par.mamba_ratio or (
+                C.SGLANG_K3_STATE_SLOTS * slot / (C.SGLANG_K3_RATIO_REQUEST_LEN * per_tok) if per_tok else 0)
+            out.state = int(pool * ratio / (1 + ratio))
+            out.kv = pool - out.state
+            out.conc = int(out.state // (C.SGLANG_K3_STATE_SLOTS * slot)) if slot else None
+        else:
+            out.kv = pool
+        out.kv_tokens = int(out.kv // per_tok) if per_tok else 0
+        per_req_fixed = sliding_bytes_per_request(spec, par, s, par.kv_cache_dtype)
+        out.max_ctx = int((out.kv - conc * per_req_fixed) // (per_tok * conc)) if per_tok else 0
+        out.avail = int(out.kv)  # the token pool (the KDA state pool is sized separately)
+        if req_ctx and per_tok:
+            out.need = conc * (req_ctx * per_tok + per_req_fixed)
+    elif pool > 0:
+        out.kv = pool
+    if pool <= 0:
+        out.avail = int(pool)
+        if spec is not None and req_ctx and not inv.header_only:
+            out.need = _kv_need(inv, par, s, req_ctx, conc)
+    return out
+
+
+def _vllm_stage(inv: Inventory, par: Parallel, s: int, weights: int, gpu: GpuSpec, runner: str,
+                req_ctx: int | None, conc: int) -> _StageKv:
+    """vLLM: ``--gpu-memory-utilization`` × CUDA-visible memory, minus weights and the profile run's
+    peak; KV pages (hybrid models: attention pages plus one KDA state page per layer) from the rest."""
+    spec = inv.spec
+    util = par.mem_fraction if par.mem_fraction is not None else C.VLLM_DEFAULT_UTIL
+    cuda_total = gpu.cuda_total()
+    over, parts, peak_why = _vllm_overhead(inv, par, s, cuda_total, runner)
+    # profiled activations, graphs, NCCL + context, and the driver-reserved memory
+    reserve_parts = {**parts, "cuda_context": C.CUDA_CONTEXT_BYTES, "driver_reserved": gpu.memory_total - cuda_total}
+    out = _StageKv(budget=int(util * cuda_total),  # requested_memory = util x torch's total (NVML - reserved)
+                   budget_basis=f"--gpu-memory-utilization {util:g} × {_gib(cuda_total)} CUDA-visible",
+                   reserve=sum(reserve_parts.values()), reserve_parts=reserve_parts, overhead=over, note=peak_why or "")
+    avail = out.budget - weights - over
+    out.avail = int(avail)
+    if spec is not None and req_ctx and not inv.header_only:
+        # check_enough_kv_cache_memory: one request at max_model_len; sum over layers of
+        # max_memory_usage_bytes (attention: cdiv(len, block) pages; KDA/mamba: one page)
+        if spec.kda_layers:
+            attn_l, kda_l, _ = stage_layer_sets(spec, par, s)
+            bs_, page_ = hybrid_page(spec, par, par.kv_cache_dtype)
+            out.need = conc * (len(attn_l) * ceil(req_ctx / bs_) + len(kda_l)) * page_
+        else:
+            out.need = _kv_need(inv, par, s, req_ctx, conc)
+    if spec is not None:  # shown even when nothing is left for KV
+        out.per_tok = kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
+    if spec is not None and avail > 0:
+        if spec.kda_layers:
+            attn, kda, _ = stage_layer_sets(spec, par, s)
+            bs, page = hybrid_page(spec, par, par.kv_cache_dtype)
+            pages = avail // page
+            per_req_state = len(kda)
+            # one request at context c needs len(attn)*ceil(c/bs) + len(kda) pages
+            usable = pages // conc - per_req_state
+            out.max_ctx = int(max(0, usable // max(1, len(attn))) * bs)
+            out.state = int(conc * per_req_state * page)
+            out.kv = int(avail - out.state)
+            out.kv_tokens = int((pages - conc * per_req_state) // max(1, len(attn)) * bs)
+            if req_ctx:
+                out.conc = int(pages // (len(attn) * ceil(req_ctx / bs) + per_req_state))
+        else:
+            out.kv = avail
+            out.kv_tokens = int(out.kv // out.per_tok) if out.per_tok else 0
+            per_req_fixed = sliding_bytes_per_request(spec, par, s, par.kv_cache_dtype)
+            out.max_ctx = int((out.kv - conc * per_req_fixed) // (out.per_tok * conc)) if out.per_tok else 0
+    elif avail > 0:
+        out.kv = avail
+    return out
+
+
+def _min_opt(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
 def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str = "",
                  vllm_version: str | None = None, default_context_check: bool = True) -> Plan:
     """Project every rank's memory for ``par`` on ``gpu``. Raises :class:`PlanError` for
@@ -335,168 +493,75 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
     total = gpu.memory_total
     free0 = gpu.memory_free if gpu.memory_free is not None else total - C.NVML_IDLE_RESERVE
     proc = _process_reserve(par)
-    proc_bytes = sum(proc.values())
     transient, transient_why = _load_transient(inv, par)
-    notes = list(inv.notes)
-    if spec is not None and spec.approximate:
-        notes.append("APPROXIMATE: " + "; ".join(spec.notes)
-                     + ("" if inv.source == "headers" else
-                        " (config only: point --model at the downloaded shards and their headers make the sizes exact)"))
-        if any(m in ("mamba", "linear") for m in spec.layer_mixers):
-            notes.append("the recurrent state of the Mamba/linear-attention layers is not counted in the KV "
-                         "projection (only the full-attention layers' KV cache is)")
-    elif spec is not None and spec.notes:
-        notes.extend(spec.notes)
-    if inv.header_only:
-        notes.append("HEADER-ONLY accounting: unknown architecture, placement by tensor names only "
-                     "(no KV/state projection)")
-    runner, runner_why = ("v1", "")
-    if par.engine == "vllm":
-        runner, runner_why = vllm_model_runner(par, spec, vllm_version)
-        if runner == "v2":
-            notes.append(f"vLLM model runner V2 ({runner_why}): profile-run sampler without top-k/top-p sort")
-    ver = _version_tuple(vllm_version)
-    if par.engine == "vllm" and str((par.env or {}).get(C.VLLM_CUDAGRAPH_ENV, "")).strip() == "" and (
-            ver is None or ver >= C.VLLM_CUDAGRAPH_DEFAULT_SINCE):
-        notes.append("vLLM ≥ 0.21 also subtracts its CUDA-graph estimate by default "
-                      f"({C.VLLM_CUDAGRAPH_ENV}=1; 0.4–4 GiB seen, growing with --max-num-batched-tokens on "
-                      "hybrid linear-attention models); not counted here, so on those releases the KV shown is "
-                      f"an upper bound (set {C.VLLM_CUDAGRAPH_ENV}=0 to match it, or =1 to count a flat "
-                      f"{C.VLLM_CUDAGRAPH_BYTES >> 20} MiB)")
+    notes, runner = _plan_notes(inv, par, vllm_version)
     req_ctx = par.context or (spec.max_position if spec is not None else None)
     conc = max(1, par.concurrency or 1)
     stages: list[RankMemory] = []
-    kv_tokens_min: int | None = None
-    per_tok_max = 0
-    max_conc: int | None = None
-    max_ctx_min: int | None = None
-    budget = 0
-    avail_min: int | None = None
-    need_max: int | None = None
-    overhead_max = 0  # vLLM: the largest non-KV overhead the profile run charges on a stage
-    budget_basis = ""
+    kvs: list[_StageKv] = []
     for s in range(par.pp):
         comps = stage_weights(inv, par, s)
         weights = int(sum(comps.values()))
-        kv = state = reserve = 0
-        reserve_parts: dict[str, int] = {}
-        per_tok = 0.0
-        kv_tokens = 0
-        stage_max_ctx = 0
-        stage_conc: int | None = None
-        avail_kv = 0  # what the engine has for KV (+ state) on this stage; may be negative (vLLM)
-        kv_need: float | None = None  # what req_ctx at conc needs of it, counted as the engine does
         if par.engine == "sglang":
-            f = par.mem_fraction if par.mem_fraction is not None else sglang_default_mem_fraction(total, par)
-            free_init = free0 - proc_bytes
-            budget = int(f * free_init)
-            budget_basis = (f"--mem-fraction-static {f:g} × {_gib(free_init)} free after the CUDA context"
-                            + (" and NCCL" if "nccl" in proc else ""))
-            pool = budget - weights
-            reserve = proc_bytes  # context + NCCL; the (1 - f) headroom for activations/graphs shows as free
-            reserve_parts = dict(proc)
-            if spec is not None:  # shown even when nothing is left for KV
-                per_tok = kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
-            if spec is not None and pool > 0:
-                if spec.kda_layers:
-                    _, kda, _ = stage_layer_sets(spec, par, s)
-                    slot = kda_state_bytes(spec, par.attn_tp, par.mamba_ssm_dtype) * len(kda)
-                    ratio = par.mamba_ratio or (
-                        C.SGLANG_K3_STATE_SLOTS * slot / (C.SGLANG_K3_RATIO_REQUEST_LEN * per_tok) if per_tok else 0)
-                    state = int(pool * ratio / (1 + ratio))
-                    kv = pool - state
-                    stage_conc = int(state // (C.SGLANG_K3_STATE_SLOTS * slot)) if slot else None
-                else:
-                    kv = pool
-                kv_tokens = int(kv // per_tok) if per_tok else 0
-                per_req_fixed = sliding_bytes_per_request(spec, par, s, par.kv_cache_dtype)
-                stage_max_ctx = int((kv - conc * per_req_fixed) // (per_tok * conc)) if per_tok else 0
-                avail_kv = int(kv)  # the token pool (the KDA state pool is sized separately)
-                if req_ctx and per_tok:
-                    kv_need = conc * (req_ctx * per_tok + per_req_fixed)
-            elif pool > 0:
-                kv = pool
-            if pool <= 0:
-                avail_kv = int(pool)
-                if spec is not None and req_ctx and not inv.header_only:
-                    kv_need = conc * (req_ctx * kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
-                                   + sliding_bytes_per_request(spec, par, s, par.kv_cache_dtype))
+            st = _sglang_stage(inv, par, s, weights, free0, total, proc, req_ctx, conc)
         else:
-            util = par.mem_fraction if par.mem_fraction is not None else C.VLLM_DEFAULT_UTIL
-            cuda_total = gpu.cuda_total()
-            budget = int(util * cuda_total)  # requested_memory = util x torch's total (NVML - reserved)
-            budget_basis = f"--gpu-memory-utilization {util:g} × {_gib(cuda_total)} CUDA-visible"
-            over, parts, peak_why = _vllm_overhead(inv, par, s, cuda_total, runner)
-            if peak_why and peak_why not in notes:
-                notes.append(peak_why)
-            # profiled activations, graphs, NCCL + context, and the driver-reserved memory
-            reserve_parts = {**parts, "cuda_context": C.CUDA_CONTEXT_BYTES, "driver_reserved": total - cuda_total}
-            reserve = sum(reserve_parts.values())
-            overhead_max = max(overhead_max, over)
-            avail = budget - weights - over
-            avail_kv = int(avail)
-            if spec is not None and req_ctx and not inv.header_only:
-                # check_enough_kv_cache_memory: one request at max_model_len; sum over layers of
-                # max_memory_usage_bytes (attention: cdiv(len, block) pages; KDA/mamba: one page)
-                if spec.kda_layers:
-                    attn_l, kda_l, _ = stage_layer_sets(spec, par, s)
-                    bs_, page_ = hybrid_page(spec, par, par.kv_cache_dtype)
-                    kv_need = conc * (len(attn_l) * ceil(req_ctx / bs_) + len(kda_l)) * page_
-                else:
-                    kv_need = conc * (req_ctx * kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
-                                   + sliding_bytes_per_request(spec, par, s, par.kv_cache_dtype))
-            if spec is not None:  # shown even when nothing is left for KV
-                per_tok = kv_bytes_per_token(spec, par, s, par.kv_cache_dtype)
-            if spec is not None and avail > 0:
-                if spec.kda_layers:
-                    attn, kda, _ = stage_layer_sets(spec, par, s)
-                    bs, page = hybrid_page(spec, par, par.kv_cache_dtype)
-                    pages = avail // page
-                    per_req_state = len(kda)
-                    # one request at context c needs len(attn)*ceil(c/bs) + len(kda) pages
-                    usable = pages // conc - per_req_state
-                    stage_max_ctx = int(max(0, usable // max(1, len(attn))) * bs)
-                    state = int(conc * per_req_state * page)
-                    kv = int(avail - state)
-                    kv_tokens = int((pages - conc * per_req_state) // max(1, len(attn)) * bs)
-                    if req_ctx:
-                        need = len(attn) * ceil(req_ctx / bs) + per_req_state
-                        stage_conc = int(pages // need)
-                else:
-                    kv = avail
-                    kv_tokens = int(kv // per_tok) if per_tok else 0
-                    per_req_fixed = sliding_bytes_per_request(spec, par, s, par.kv_cache_dtype)
-                    stage_max_ctx = int((kv - conc * per_req_fixed) // (per_tok * conc)) if per_tok else 0
-            elif avail > 0:
-                kv = avail
-        used = weights + max(0, kv) + state + reserve
-        free = int(total - used)
-        peak = proc_bytes + weights + transient
+            st = _vllm_stage(inv, par, s, weights, gpu, runner, req_ctx, conc)
+            if st.note and st.note not in notes:
+                notes.append(st.note)
+        kvs.append(st)
+        used = weights + max(0, st.kv) + st.state + st.reserve
         stages.append(RankMemory(rank=s, stage=s, weights_bytes=weights, components={k: int(v) for k, v in comps.items()},
-                                 transient_bytes=transient, kv_bytes=int(max(0, kv)), state_bytes=int(state),
-                                 reserve_bytes=int(reserve), free_bytes=free, load_peak_bytes=int(peak),
-                                 reserve_components={k: int(v) for k, v in reserve_parts.items()}))
-        kv_tokens_min = kv_tokens if kv_tokens_min is None else min(kv_tokens_min, kv_tokens)
-        per_tok_max = max(per_tok_max, int(per_tok))
-        max_ctx_min = stage_max_ctx if max_ctx_min is None else min(max_ctx_min, stage_max_ctx)
-        if stage_conc is not None:
-            max_conc = stage_conc if max_conc is None else min(max_conc, stage_conc)
-        avail_min = avail_kv if avail_min is None else min(avail_min, avail_kv)
-        if kv_need is not None:
-            need_max = int(kv_need) if need_max is None else max(need_max, int(kv_need))
+                                 transient_bytes=transient, kv_bytes=int(max(0, st.kv)), state_bytes=int(st.state),
+                                 reserve_bytes=int(st.reserve), free_bytes=int(total - used),
+                                 load_peak_bytes=int(sum(proc.values()) + weights + transient),
+                                 reserve_components={k: int(v) for k, v in st.reserve_parts.items()}))
+    budget, budget_basis = kvs[-1].budget, kvs[-1].budget_basis
+    overhead_max = max([0] + [st.overhead for st in kvs])
+    kv_tokens_min = min(st.kv_tokens for st in kvs)
+    per_tok_max = max(int(st.per_tok) for st in kvs)
+    max_ctx_min: int | None = min(st.max_ctx for st in kvs)
+    max_conc: int | None = None
+    for st in kvs:
+        max_conc = _min_opt(max_conc, st.conc)
+    avail_min = min(st.avail for st in kvs)
+    needs = [int(st.need) for st in kvs if st.need is not None]
+    need_max = max(needs) if needs else None
     if spec is not None and spec.max_position:
         max_ctx_min = min(max_ctx_min or 0, spec.max_position)
     if spec is not None and max_conc is None and req_ctx and per_tok_max:
         max_conc = min(int((kv_tokens_min or 0) // req_ctx), 10**9)
     per_stage = par.world // par.pp
-    ranks: list[RankMemory] = []
-    for s, st in enumerate(stages):
-        for j in range(per_stage):
-            r = RankMemory(**{**st.__dict__, "rank": s * per_stage + j})
-            ranks.append(r)
+    ranks = [RankMemory(**{**st.__dict__, "rank": s * per_stage + j}) for s, st in enumerate(stages) for j in range(per_stage)]
     maxw = max(st.weights_bytes for st in stages)
     weights_fit = all(st.kv_bytes > 0 for st in stages) if spec is not None else all(st.weights_bytes < budget for st in stages)
     load_fits = all(st.load_peak_bytes <= free0 for st in stages)
+    kv_fits, context_implicit, why = _verdict(inv, par, stages, weights_fit=weights_fit, load_fits=load_fits,
+                                              maxw=maxw, budget=budget, budget_basis=budget_basis,
+                                              overhead_max=overhead_max, free0=free0, transient_why=transient_why,
+                                              max_ctx_min=max_ctx_min, max_conc=max_conc, conc=conc,
+                                              default_context_check=default_context_check)
+    notes.append(f"load transient: {transient_why}")
+    return Plan(
+        engine=par.engine, parallel=par, gpu=GpuSpec(gpu.name, total, free0, gpu.source, gpu.cc, gpu.reserved),
+        ranks=ranks, stages=stages,
+        max_rank_weights_bytes=maxw, kv_tokens=int(kv_tokens_min or 0), kv_bytes_per_token=per_tok_max,
+        max_context=int(max(0, max_ctx_min or 0)), max_concurrency=max_conc, requested_context=par.context,
+        requested_concurrency=conc, fits=weights_fit and load_fits and kv_fits, weights_fit=weights_fit,
+        load_fits=load_fits, kv_fits=kv_fits, budget_bytes=budget, inventory_source=inv.source,
+        header_only=inv.header_only, model_total_bytes=inv.total_bytes, n_tensors=inv.n_tensors,
+        max_shard_bytes=inv.max_shard_bytes, notes=notes, model_name=model_name, why=why,
+        kv_avail_bytes=int(avail_min or 0), kv_need_bytes=need_max,
+        kv_need_context=int(req_ctx) if need_max is not None and req_ctx else None,
+        budget_basis=budget_basis, overhead_bytes=int(overhead_max), context_implicit=context_implicit,
+    )
+
+
+def _verdict(inv: Inventory, par: Parallel, stages: list[RankMemory], *, weights_fit: bool, load_fits: bool, maxw: int,
+             budget: int, budget_basis: str, overhead_max: int, free0: int, transient_why: str,
+             max_ctx_min: int | None, max_conc: int | None, conc: int,
+             default_context_check: bool) -> tuple[bool, bool, list[str]]:
+    """(KV fits, the context was implied by vLLM's default, the reasons a plan does not fit)."""
+    spec = inv.spec
     kv_fits = True
     why: list[str] = []
     if not weights_fit:
@@ -523,20 +588,7 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
     if spec is not None and weights_fit and par.concurrency and max_conc is not None and max_conc < par.concurrency:
         kv_fits = False
         why.append(f"at most {max_conc} concurrent requests fit, {par.concurrency} requested")
-    notes.append(f"load transient: {transient_why}")
-    return Plan(
-        engine=par.engine, parallel=par, gpu=GpuSpec(gpu.name, total, free0, gpu.source, gpu.cc, gpu.reserved),
-        ranks=ranks, stages=stages,
-        max_rank_weights_bytes=maxw, kv_tokens=int(kv_tokens_min or 0), kv_bytes_per_token=per_tok_max,
-        max_context=int(max(0, max_ctx_min or 0)), max_concurrency=max_conc, requested_context=par.context,
-        requested_concurrency=conc, fits=weights_fit and load_fits and kv_fits, weights_fit=weights_fit,
-        load_fits=load_fits, kv_fits=kv_fits, budget_bytes=budget, inventory_source=inv.source,
-        header_only=inv.header_only, model_total_bytes=inv.total_bytes, n_tensors=inv.n_tensors,
-        max_shard_bytes=inv.max_shard_bytes, notes=notes, model_name=model_name, why=why,
-        kv_avail_bytes=int(avail_min or 0), kv_need_bytes=need_max,
-        kv_need_context=int(req_ctx) if need_max is not None and req_ctx else None,
-        budget_basis=budget_basis, overhead_bytes=int(overhead_max), context_implicit=context_implicit,
-    )
+    return kv_fits, context_implicit, why
 
 
 # -- from launch / facts -----------------------------------------------------------------------

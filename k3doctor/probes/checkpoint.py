@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 __all__ = ["probe_model", "resolve_model_dir"]
 
@@ -22,7 +22,7 @@ __all__ = ["probe_model", "resolve_model_dir"]
 def _hub_cache(launch_env: Any = None) -> Path:
     """The hub cache the engine will use: the launch command's env first, then this process's."""
     env = dict(os.environ)
-    if isinstance(launch_env, dict):
+    if isinstance(launch_env, Mapping):
         env.update({k: v for k, v in launch_env.items() if isinstance(v, str)})
     if env.get("HF_HUB_CACHE"):
         return Path(env["HF_HUB_CACHE"])
@@ -67,13 +67,13 @@ def resolve_model_dir(ctx: Any) -> tuple[str | None, str | None, str | None]:
                 launch = facts.get("launch")
         except Exception:  # noqa: BLE001 - no launch fact means no fallback
             launch = None
-    model = launch.get("model") if isinstance(launch, dict) else None
+    model = launch.get("model") if isinstance(launch, Mapping) else None
     if isinstance(model, str) and model:
         if os.path.isdir(model):
             return model, None, "launch"
         repo = repo_from_launch(model)
         if repo:
-            snap = _cached_snapshot(repo, launch.get("env") if isinstance(launch, dict) else None)
+            snap = _cached_snapshot(repo, launch.get("env") if isinstance(launch, Mapping) else None)
             if snap:
                 return snap, repo, "launch-hf-cache"
             return None, repo, None
