@@ -41,13 +41,11 @@ SPECIAL_PARAMS = ("facts", "options")
 CODE_RE = re.compile(r"^[A-Z]{2,4}\d{3}$")
 
 class Check:
-    """Base class for all checks. Subclasses set ``facts``, ``requires`` and implement ``run``."""
+    """Base class for all checks. Subclasses implement ``run`` (whose parameters name the facts
+    it needs) and may set ``requires`` and ``severity``."""
 
     #: Stable code, e.g. ``GPU001``. Defaults to the class name.
     code: ClassVar[str] = ""
-    #: Fact names this check reads. Derived from ``run``'s signature for signature-style checks
-    #: (required ones first); legacy ``run(self, facts)`` checks may list them here (informative).
-    facts: ClassVar[tuple[str, ...]] = ()
     #: (required, optional) fact parameters of ``run``; None for a legacy ``run(self, facts)``
     _params: ClassVar[tuple[tuple[str, ...], tuple[str, ...]] | None] = None
     #: Codes of checks that must have passed; if one did not, this check is skipped with the reason.
@@ -67,17 +65,23 @@ class Check:
             raise TypeError(f"check {cls.__qualname__}: code {cls.code!r} must match {CODE_RE.pattern}")
         if not (cls.__doc__ or "").strip():
             raise TypeError(f"check {cls.code}: a docstring (title + long doc) is required")
-        if not isinstance(cls.requires, tuple) or not isinstance(cls.facts, tuple):
-            raise TypeError(f"check {cls.code}: 'requires' and 'facts' must be tuples")
+        if not isinstance(cls.requires, tuple):
+            raise TypeError(f"check {cls.code}: 'requires' must be a tuple")
         cls._params = _signature_params(cls)
-        if cls._params is not None:
-            required, optional = cls._params
-            cls.facts = tuple(p for p in required + optional if p not in SPECIAL_PARAMS)
 
     # -- metadata -------------------------------------------------------------------------
     @classmethod
     def family(cls) -> str:
         return re.sub(r"\d+$", "", cls.code)
+
+    @classmethod
+    def needs(cls) -> tuple[str, ...]:
+        """The facts ``run`` names, required ones first (its signature is the contract); empty for
+        the legacy ``run(self, facts)`` form."""
+        if cls._params is None:
+            return ()
+        required, optional = cls._params
+        return tuple(p for p in required + optional if p not in SPECIAL_PARAMS)
 
     @classmethod
     def title(cls) -> str:

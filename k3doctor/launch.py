@@ -219,20 +219,11 @@ class LaunchSpec:
         return self.ep
 
     def _split_addr(self) -> tuple[str | None, int | None]:
-        addr = (self.dist_init_addr or "").strip()
-        if not addr:
+        from .hostenv.netinfo import parse_hostport
+
+        if not (self.dist_init_addr or "").strip():
             return None, self.master_port
-        if addr.startswith("["):
-            host, _, rest = addr[1:].partition("]")
-            port_text = rest[1:] if rest.startswith(":") else ""
-        elif addr.count(":") == 1:
-            host, _, port_text = addr.partition(":")
-        else:
-            host, port_text = addr, ""
-        try:
-            port = int(port_text) if port_text else self.master_port
-        except ValueError:
-            port = None
+        host, port, _err = parse_hostport(self.dist_init_addr or "", default_port=self.master_port)
         return host or None, port
 
     @property

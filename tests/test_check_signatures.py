@@ -43,7 +43,7 @@ def test_required_and_optional_facts_are_injected_by_name():
     assert f[0].message == "2 GPU(s); launch absent; option x=7"
     f = run(XSIG001, gpu={"devices": [{}]}, launch={"engine": "vllm"})
     assert f[0].message.startswith("1 GPU(s); launch given")
-    assert XSIG001.facts == ("gpu", "launch")
+    assert XSIG001.needs() == ("gpu", "launch")
 
 
 def test_a_missing_required_fact_skips_before_run_with_the_reason():
@@ -56,7 +56,7 @@ def test_a_missing_required_fact_skips_before_run_with_the_reason():
 
 def test_legacy_run_facts_form_is_unchanged():
     assert run(XSIG002, gpu={"devices": [{}]})[0].message == "legacy 1"
-    assert XSIG002.facts == ("gpu",)
+    assert XSIG002.needs() == ()  # the legacy form names no facts: it reads them itself
 
 
 def test_star_args_are_refused_at_class_creation():

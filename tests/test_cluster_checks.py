@@ -101,7 +101,7 @@ def test_every_check_documents_itself(cls: type[Check]) -> None:
     doc = cls.doc()
     for heading in ("What it checks", "Why it matters", "How to fix"):
         assert heading in doc, f"{cls.code} lacks '{heading}'"
-    assert cls.facts == ("cluster",)
+    assert cls.needs() == ("cluster",)
 
 
 def test_single_node_cluster_fact_is_missing_so_checks_skip() -> None:

@@ -171,7 +171,7 @@ class GPU002(Check):
             flags = launch.get("flags")
             nnodes = max(int(launch.get("nnodes") or 1), 1)
             nnodes_given = nnodes > 1 or (isinstance(flags, Mapping) and "--nnodes" in flags)
-            world = tp * pp * (1 if dp_attention else dp)
+            world = LaunchFact.of(launch).world_size
             needed = math.ceil(world / nnodes)
             dp_part = "" if dp == 1 or dp_attention else f" × dp {dp}"
             basis = f"tp {tp} × pp {pp}{dp_part} = {world} ranks over {nnodes} node(s)"

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import socket
 import sys
 from typing import Any, Mapping
 
@@ -55,21 +53,15 @@ def require_torch() -> None:
 
 
 def parse_addr(addr: str) -> tuple[str, int]:
-    """``"host:port"`` / ``"[v6]:port"`` -> (host, port); ``ValueError`` with the reason."""
-    text = (addr or "").strip()
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else ""
-    else:
-        host, _, port_text = text.rpartition(":")
-    if not host or not port_text:
+    """``"host:port"`` / ``"[v6]:port"`` -> (host, port); ``ValueError`` with the reason
+    (:func:`k3doctor.hostenv.netinfo.parse_hostport`, with the port required)."""
+    from ..hostenv.netinfo import parse_hostport
+
+    host, port, err = parse_hostport(addr)
+    if err:
+        raise ValueError(f"--dist-init-addr {addr!r}: {err}")
+    if port is None:
         raise ValueError(f"--dist-init-addr {addr!r}: expected HOST:PORT (e.g. 10.0.0.1:5000)")
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise ValueError(f"--dist-init-addr {addr!r}: port {port_text!r} is not a number") from None
-    if not 0 < port < 65536:
-        raise ValueError(f"--dist-init-addr {addr!r}: port {port} is out of range")
     return host, port
 
 
@@ -132,22 +124,11 @@ def node_entry(doc: Mapping[str, Any], node_rank: int) -> dict[str, Any]:
 
 
 def resolve_host(host: str) -> list[str]:
-    """IP addresses of ``host`` (literal or name); empty when it does not resolve."""
-    try:
-        ipaddress.ip_address(host)
-        return [host]
-    except ValueError:
-        pass
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except OSError:
-        return []
-    out: list[str] = []
-    for info in infos:
-        ip = str(info[4][0])
-        if ip not in out:
-            out.append(ip)
-    return out
+    """IP addresses of ``host`` (literal or name); empty when it does not resolve or the DNS server
+    does not answer in time (the one time-bounded resolver, :func:`k3doctor.probes.net.resolve_host`)."""
+    from ..probes.net import resolve_host as bounded_resolve
+
+    return bounded_resolve(host)[0]
 
 
 def tail(text: str, lines: int = 12, limit: int = 2000) -> str:

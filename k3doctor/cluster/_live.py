@@ -56,6 +56,26 @@ class _Abort(Exception):
     """Stop the protocol here; the message is already in ``errors``."""
 
 
+def _listen_socket(candidates: list[tuple[socket.AddressFamily, str]], port: int) -> tuple[socket.socket | None, str, OSError | None]:
+    """The first of ``(family, ip)`` that binds and listens on ``port``: (socket, ip, None), or
+    (None, the last ip tried, its error)."""
+    bind_ip, failure = "", None
+    for family, bind_ip in candidates:
+        s = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if bind_ip == "::":
+                s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            s.bind((bind_ip, port))
+            s.listen(512)
+        except OSError as exc:
+            s.close()
+            failure = exc
+            continue
+        return s, bind_ip, None
+    return None, bind_ip, failure
+
+
 class _Live:
     def __init__(self, snapshot: dict[str, Any], opts: "ClusterOptions", progress: Callable[[str], None]) -> None:
         if opts.nnodes < 1:
@@ -142,21 +162,7 @@ class _Live:
             else:
                 ip = next((a for a in ips if ":" not in a), ips[0])
                 candidates = [(socket.AF_INET6 if ":" in ip else socket.AF_INET, ip)]
-            sock, bind_ip, failure = None, "", None
-            for family, bind_ip in candidates:
-                s = socket.socket(family, socket.SOCK_STREAM)
-                try:
-                    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                    if bind_ip == "::":
-                        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-                    s.bind((bind_ip, self.port))
-                    s.listen(512)
-                except OSError as exc:
-                    s.close()
-                    failure = exc
-                    continue
-                sock = s
-                break
+            sock, bind_ip, failure = _listen_socket(candidates, self.port)
             if sock is None:
                 errno = getattr(failure, "errno", None)
                 hint = (

@@ -439,37 +439,45 @@ def _spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
     return spec
 
 
+def _need(cfg: Mapping[str, Any], arch: str, keys: tuple[str, ...]) -> None:
+    """Raise :class:`UnknownArchitecture` naming the config keys that are missing."""
+    missing = [k for k in keys if cfg.get(k) is None]
+    if missing:
+        raise UnknownArchitecture(f"config.json ({arch}) lacks {', '.join(missing)}", missing=missing)
+
+
+def _mla_spec(cfg: Mapping[str, Any], arch: str, base: dict[str, Any]) -> ModelSpec:
+    """DeepSeek-style MLA models (DeepSeek-V2/V3/R1, Kimi-K2 and their kin)."""
+    _need(cfg, arch, ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "kv_lora_rank",
+                      "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"))
+    n_exp = int(cfg.get("n_routed_experts") or 0)
+    L = int(cfg["num_hidden_layers"])
+    fk = int(cfg.get("first_k_dense_replace") or 0) if n_exp else L
+    freq = int(cfg.get("moe_layer_freq") or 1)
+    moe_layers = tuple(i for i in range(L) if n_exp and i >= fk and i % freq == 0)
+    return ModelSpec(
+        family="deepseek", hidden=int(cfg["hidden_size"]), layers=L, vocab=int(cfg["vocab_size"]),
+        heads=int(cfg["num_attention_heads"]), kv_heads=int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"]),
+        head_dim=int(cfg["qk_nope_head_dim"]) + int(cfg["qk_rope_head_dim"]), mla=True,
+        q_lora_rank=int(cfg.get("q_lora_rank") or 0), kv_lora_rank=int(cfg["kv_lora_rank"]),
+        qk_nope=int(cfg["qk_nope_head_dim"]), qk_rope=int(cfg["qk_rope_head_dim"]), v_head=int(cfg["v_head_dim"]),
+        experts=n_exp, topk=int(cfg.get("num_experts_per_tok") or 0),
+        moe_intermediate=int(cfg.get("moe_intermediate_size") or 0),
+        shared_intermediate=int(cfg.get("n_shared_experts") or 0) * int(cfg.get("moe_intermediate_size") or 0),
+        intermediate=int(cfg.get("intermediate_size") or 0), first_dense=fk, moe_layers=moe_layers,
+        mtp_layers=int(cfg.get("num_nextn_predict_layers") or 0), mla_layers=tuple(range(L)), **base,
+    )
+
+
 def _text_spec(cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, mt: str,
                base: dict[str, Any]) -> ModelSpec:
     """The language model's spec (family table, else the generic fallback)."""
 
     def need(*keys: str) -> None:
-        missing = [k for k in keys if cfg.get(k) is None]
-        if missing:
-            raise UnknownArchitecture(
-                f"config.json ({arch}) lacks {', '.join(missing)}", missing=missing
-            )
+        _need(cfg, arch, keys)
 
     if cfg.get("kv_lora_rank") and cfg.get("qk_nope_head_dim") is not None:
-        need("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "kv_lora_rank",
-             "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
-        n_exp = int(cfg.get("n_routed_experts") or 0)
-        L = int(cfg["num_hidden_layers"])
-        fk = int(cfg.get("first_k_dense_replace") or 0) if n_exp else L
-        freq = int(cfg.get("moe_layer_freq") or 1)
-        moe_layers = tuple(i for i in range(L) if n_exp and i >= fk and i % freq == 0)
-        return ModelSpec(
-            family="deepseek", hidden=int(cfg["hidden_size"]), layers=L, vocab=int(cfg["vocab_size"]),
-            heads=int(cfg["num_attention_heads"]), kv_heads=int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"]),
-            head_dim=int(cfg["qk_nope_head_dim"]) + int(cfg["qk_rope_head_dim"]), mla=True,
-            q_lora_rank=int(cfg.get("q_lora_rank") or 0), kv_lora_rank=int(cfg["kv_lora_rank"]),
-            qk_nope=int(cfg["qk_nope_head_dim"]), qk_rope=int(cfg["qk_rope_head_dim"]), v_head=int(cfg["v_head_dim"]),
-            experts=n_exp, topk=int(cfg.get("num_experts_per_tok") or 0),
-            moe_intermediate=int(cfg.get("moe_intermediate_size") or 0),
-            shared_intermediate=int(cfg.get("n_shared_experts") or 0) * int(cfg.get("moe_intermediate_size") or 0),
-            intermediate=int(cfg.get("intermediate_size") or 0), first_dense=fk, moe_layers=moe_layers,
-            mtp_layers=int(cfg.get("num_nextn_predict_layers") or 0), mla_layers=tuple(range(L)), **base,
-        )
+        return _mla_spec(cfg, arch, base)
     dense_types = ("llama", "qwen2", "qwen3", "mistral", "gemma", "phi3", "granite")
     known = (mt in ("gpt_oss", "mixtral", "qwen3_moe", "qwen2_moe", "glm4_moe") + dense_types
              or any(a in arch for a in ("GptOss", "Mixtral", "Qwen3Moe", "Qwen2Moe", "Glm4Moe", "Llama", "Qwen2For",

@@ -126,135 +126,61 @@ def _kimi_k3(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
     yield _t("language_model.model.output_attn_res_norm.weight", "BF16", (H,), f)
     yield _t("language_model.model.output_attn_res_proj.weight", "BF16", (1, H), f)
     if s.vision:
-        v = (s.raw.get("vision_config") or {}) if isinstance(s.raw, dict) else {}
-        vh = int(v.get("vt_hidden_size", 1024))
-        vi = int(v.get("vt_intermediate_size", 4096))
-        qkv = int(v.get("qkv_hidden_size", 1536))
-        nblk = int(v.get("vt_num_hidden_layers", v.get("num_hidden_layers", 27)))
-        patch = int(v.get("patch_size", 14))
-        mk = v.get("merge_kernel_size", [2, 2])
-        mmh = int(v.get("mm_hidden_size", vh)) * int(mk[0]) * int(mk[1])
-        f = sh(s.layers + 2)
-        yield _t("mm_projector.post_norm.weight", "BF16", (H,), f)
-        yield _t("mm_projector.proj.0.weight", "BF16", (mmh, mmh), f)
-        yield _t("mm_projector.proj.2.weight", "BF16", (H, mmh), f)
-        f = sh(s.layers + 3)
-        for b in range(nblk):
-            x = f"vision_tower.encoder.blocks.{b}."
-            yield _t(x + "wqkv.weight", "BF16", (3 * qkv, vh), f)
-            yield _t(x + "wo.weight", "BF16", (vh, qkv), f)
-            yield _t(x + "mlp.fc0.weight", "BF16", (vi, vh), f)
-            yield _t(x + "mlp.fc1.weight", "BF16", (vh, vi), f)
-            yield _t(x + "norm0.weight", "BF16", (vh,), f)
-            yield _t(x + "norm1.weight", "BF16", (vh,), f)
-        yield _t("vision_tower.encoder.final_layernorm.weight", "BF16", (vh,), f)
-        yield _t("vision_tower.patch_embed.pos_emb.weight", "BF16", (64, 64, vh), f)
-        yield _t("vision_tower.patch_embed.proj.weight", "BF16", (vh, 3, patch, patch), f)
+        yield from _k3_vision(s, sh(s.layers + 2), sh(s.layers + 3))
+
+
+def _k3_vision(s: ModelSpec, projector_shard: str, tower_shard: str) -> Iterator[Tensor]:
+    """K3's MoonViT tower and its projector, in the two shards after the language model."""
+    H = s.hidden
+    v = (s.raw.get("vision_config") or {}) if isinstance(s.raw, dict) else {}
+    vh = int(v.get("vt_hidden_size", 1024))
+    vi = int(v.get("vt_intermediate_size", 4096))
+    qkv = int(v.get("qkv_hidden_size", 1536))
+    nblk = int(v.get("vt_num_hidden_layers", v.get("num_hidden_layers", 27)))
+    patch = int(v.get("patch_size", 14))
+    mk = v.get("merge_kernel_size", [2, 2])
+    mmh = int(v.get("mm_hidden_size", vh)) * int(mk[0]) * int(mk[1])
+    f = projector_shard
+    yield _t("mm_projector.post_norm.weight", "BF16", (H,), f)
+    yield _t("mm_projector.proj.0.weight", "BF16", (mmh, mmh), f)
+    yield _t("mm_projector.proj.2.weight", "BF16", (H, mmh), f)
+    f = tower_shard
+    for b in range(nblk):
+        x = f"vision_tower.encoder.blocks.{b}."
+        yield _t(x + "wqkv.weight", "BF16", (3 * qkv, vh), f)
+        yield _t(x + "wo.weight", "BF16", (vh, qkv), f)
+        yield _t(x + "mlp.fc0.weight", "BF16", (vi, vh), f)
+        yield _t(x + "mlp.fc1.weight", "BF16", (vh, vi), f)
+        yield _t(x + "norm0.weight", "BF16", (vh,), f)
+        yield _t(x + "norm1.weight", "BF16", (vh,), f)
+    yield _t("vision_tower.encoder.final_layernorm.weight", "BF16", (vh,), f)
+    yield _t("vision_tower.patch_embed.pos_emb.weight", "BF16", (64, 64, vh), f)
+    yield _t("vision_tower.patch_embed.proj.weight", "BF16", (vh, 3, patch, patch), f)
 
 
 # ---------------------------------------------------------------------------------------------
 def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
     H = s.hidden
-    qs = s.qscheme
     total_layers = s.layers + s.mtp_layers
     moe_set = set(s.moe_layers) | set(range(s.layers, total_layers)) if s.is_moe else set()
     for i in range(total_layers):
         p = f"model.layers.{i}."
         yield _t(p + "input_layernorm.weight", "BF16", (H,))
         yield _t(p + "post_attention_layernorm.weight", "BF16", (H,))
-        a = p + "self_attn."
-        mixer = s.layer_mixers[i] if i < len(s.layer_mixers) else "attn"
-        if mixer == "mamba":
-            yield from _mamba2(p + "mixer.", s, qs)
-        elif mixer == "linear":
-            yield from _gated_deltanet(p + "linear_attn.", s, qs)
-        elif mixer == "none":
-            pass
-        elif s.mla:
-            nq = s.heads * (s.qk_nope + s.qk_rope)
-            if s.q_lora_rank:
-                yield from _qlin(a + "q_a_proj", s.q_lora_rank, H, qs, "attn")
-                yield _t(a + "q_a_layernorm.weight", "BF16", (s.q_lora_rank,))
-                yield from _qlin(a + "q_b_proj", nq, s.q_lora_rank, qs, "attn")
-            else:
-                yield from _qlin(a + "q_proj", nq, H, qs, "attn")
-            yield from _qlin(a + "kv_a_proj_with_mqa", s.kv_lora_rank + s.qk_rope, H, qs, "attn")
-            yield _t(a + "kv_a_layernorm.weight", "BF16", (s.kv_lora_rank,))
-            yield from _qlin(a + "kv_b_proj", s.heads * (s.qk_nope + s.v_head), s.kv_lora_rank, qs, "attn")
-            yield from _qlin(a + "o_proj", H, s.heads * s.v_head, qs, "attn")
-        else:
-            hd = s.head_dim
-            yield from _qlin(a + "q_proj", s.heads * hd * (2 if s.attn_output_gate else 1), H, qs, "attn", bias=s.attn_bias)
-            yield from _qlin(a + "k_proj", s.kv_heads * hd, H, qs, "attn", bias=s.attn_bias)
-            yield from _qlin(a + "v_proj", s.kv_heads * hd, H, qs, "attn", bias=s.attn_bias)
-            yield from _qlin(a + "o_proj", H, s.heads * hd, qs, "attn", bias=s.family == "gpt_oss")
-            if s.qk_norm:
-                yield _t(a + "q_norm.weight", "BF16", (hd,))
-                yield _t(a + "k_norm.weight", "BF16", (hd,))
-            if s.family == "gpt_oss":
-                yield _t(a + "sinks", "BF16", (s.heads,))
+        yield from _generic_mixer(s, i, p)
         if i >= s.layers and s.family in ("deepseek", "glm4_moe"):  # MTP block extras
-            yield _t(p + "enorm.weight", "BF16", (H,))
-            yield _t(p + "hnorm.weight", "BF16", (H,))
-            yield _t(p + "eh_proj.weight", "BF16", (H, 2 * H))
-            yield _t(p + "shared_head.norm.weight", "BF16", (H,))
-            yield _t(p + "shared_head.head.weight", "BF16", (s.vocab, H))
-            yield _t(p + "embed_tokens.weight", "BF16", (s.vocab, H))
+            yield from _mtp_extras(s, p)
         mlp = s.layer_mlps[i] if i < len(s.layer_mlps) else ""
         if mlp == "none":
             continue
         if i not in moe_set:
             m = p + "mlp."
             if s.gated_mlp:
-                yield from _qlin(m + "gate_proj", s.intermediate, H, qs, "dense")
-            yield from _qlin(m + "up_proj", s.intermediate, H, qs, "dense")
-            yield from _qlin(m + "down_proj", H, s.intermediate, qs, "dense")
-            continue
-        I, E = s.moe_intermediate, s.experts
-        if s.family == "gpt_oss":
-            m = p + "mlp."
-            yield _t(m + "router.weight", "BF16", (E, H))
-            yield _t(m + "router.bias", "BF16", (E,))
-            yield _t(m + "experts.gate_up_proj_blocks", "U8", (E, 2 * I, H // 32, 16))
-            yield _t(m + "experts.gate_up_proj_scales", "U8", (E, 2 * I, H // 32))
-            yield _t(m + "experts.gate_up_proj_bias", "BF16", (E, 2 * I))
-            yield _t(m + "experts.down_proj_blocks", "U8", (E, H, I // 32, 16))
-            yield _t(m + "experts.down_proj_scales", "U8", (E, H, I // 32))
-            yield _t(m + "experts.down_proj_bias", "BF16", (E, H))
-            continue
-        if s.family == "mixtral":
-            m = p + "block_sparse_moe."
-            yield _t(m + "gate.weight", "BF16", (E, H))
-            for e in range(n_exp):
-                x = f"{m}experts.{e}."
-                yield from _qlin(x + "w1", I, H, qs, "expert")
-                yield from _qlin(x + "w2", H, I, qs, "expert")
-                yield from _qlin(x + "w3", I, H, qs, "expert")
-            continue
-        m = p + "mlp."
-        yield _t(m + "gate.weight", "BF16", (E, H))
-        if s.family in ("deepseek", "glm4_moe"):
-            yield _t(m + "gate.e_score_correction_bias", "F32", (E,))
-        if s.shared_intermediate:
-            sname = "shared_expert" if s.family == "qwen_moe" else "shared_experts"
-            S = s.shared_intermediate
-            if s.gated_experts:
-                yield from _qlin(f"{m}{sname}.gate_proj", S, H, qs, "shared")
-            yield from _qlin(f"{m}{sname}.up_proj", S, H, qs, "shared")
-            yield from _qlin(f"{m}{sname}.down_proj", H, S, qs, "shared")
-            if s.family in ("qwen_moe", "generic") and s.raw.get("shared_expert_intermediate_size"):
-                yield _t(m + "shared_expert_gate.weight", "BF16", (1, H))
-        Hx = H
-        if s.latent and s.family == "generic":  # latent MoE (Nemotron-3 Super/Ultra)
-            Hx = s.latent
-            yield from _qlin(m + "fc1_latent_proj", s.latent, H, qs, "router")
-            yield from _qlin(m + "fc2_latent_proj", H, s.latent, qs, "router")
-        for e in range(n_exp):
-            x = f"{m}experts.{e}."
-            if s.gated_experts:
-                yield from _qlin(x + "gate_proj", I, Hx, qs, "expert")
-            yield from _qlin(x + "up_proj", I, Hx, qs, "expert")
-            yield from _qlin(x + "down_proj", Hx, I, qs, "expert")
+                yield from _qlin(m + "gate_proj", s.intermediate, H, s.qscheme, "dense")
+            yield from _qlin(m + "up_proj", s.intermediate, H, s.qscheme, "dense")
+            yield from _qlin(m + "down_proj", H, s.intermediate, s.qscheme, "dense")
+        else:
+            yield from _generic_moe(s, p, n_exp)
     if s.vision_params:
         # estimated from vision_config (spec.vision_param_estimate): one group, placed as vision
         yield _t("vision_tower.estimated.weight", "BF16", (s.vision_params,))
@@ -262,6 +188,101 @@ def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
     yield _t("model.norm.weight", "BF16", (H,))
     if not s.tie_embeddings:
         yield _t("lm_head.weight", "BF16", (s.vocab, H))
+
+
+def _generic_mixer(s: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
+    """Layer ``i``'s token mixer: Mamba-2, gated DeltaNet, MLA or (grouped-query) attention."""
+    H, qs, a = s.hidden, s.qscheme, p + "self_attn."
+    mixer = s.layer_mixers[i] if i < len(s.layer_mixers) else "attn"
+    if mixer == "mamba":
+        yield from _mamba2(p + "mixer.", s, qs)
+    elif mixer == "linear":
+        yield from _gated_deltanet(p + "linear_attn.", s, qs)
+    elif mixer == "none":
+        return
+    elif s.mla:
+        nq = s.heads * (s.qk_nope + s.qk_rope)
+        if s.q_lora_rank:
+            yield from _qlin(a + "q_a_proj", s.q_lora_rank, H, qs, "attn")
+            yield _t(a + "q_a_layernorm.weight", "BF16", (s.q_lora_rank,))
+            yield from _qlin(a + "q_b_proj", nq, s.q_lora_rank, qs, "attn")
+        else:
+            yield from _qlin(a + "q_proj", nq, H, qs, "attn")
+        yield from _qlin(a + "kv_a_proj_with_mqa", s.kv_lora_rank + s.qk_rope, H, qs, "attn")
+        yield _t(a + "kv_a_layernorm.weight", "BF16", (s.kv_lora_rank,))
+        yield from _qlin(a + "kv_b_proj", s.heads * (s.qk_nope + s.v_head), s.kv_lora_rank, qs, "attn")
+        yield from _qlin(a + "o_proj", H, s.heads * s.v_head, qs, "attn")
+    else:
+        hd = s.head_dim
+        yield from _qlin(a + "q_proj", s.heads * hd * (2 if s.attn_output_gate else 1), H, qs, "attn", bias=s.attn_bias)
+        yield from _qlin(a + "k_proj", s.kv_heads * hd, H, qs, "attn", bias=s.attn_bias)
+        yield from _qlin(a + "v_proj", s.kv_heads * hd, H, qs, "attn", bias=s.attn_bias)
+        yield from _qlin(a + "o_proj", H, s.heads * hd, qs, "attn", bias=s.family == "gpt_oss")
+        if s.qk_norm:
+            yield _t(a + "q_norm.weight", "BF16", (hd,))
+            yield _t(a + "k_norm.weight", "BF16", (hd,))
+        if s.family == "gpt_oss":
+            yield _t(a + "sinks", "BF16", (s.heads,))
+
+
+def _mtp_extras(s: ModelSpec, p: str) -> Iterator[Tensor]:
+    """The extra tensors of a DeepSeek/GLM multi-token-prediction block."""
+    H = s.hidden
+    yield _t(p + "enorm.weight", "BF16", (H,))
+    yield _t(p + "hnorm.weight", "BF16", (H,))
+    yield _t(p + "eh_proj.weight", "BF16", (H, 2 * H))
+    yield _t(p + "shared_head.norm.weight", "BF16", (H,))
+    yield _t(p + "shared_head.head.weight", "BF16", (s.vocab, H))
+    yield _t(p + "embed_tokens.weight", "BF16", (s.vocab, H))
+
+
+def _generic_moe(s: ModelSpec, p: str, n_exp: int) -> Iterator[Tensor]:
+    """One MoE block in its family's naming: router, shared experts, ``n_exp`` routed experts."""
+    H, qs, I, E = s.hidden, s.qscheme, s.moe_intermediate, s.experts
+    if s.family == "gpt_oss":
+        m = p + "mlp."
+        yield _t(m + "router.weight", "BF16", (E, H))
+        yield _t(m + "router.bias", "BF16", (E,))
+        yield _t(m + "experts.gate_up_proj_blocks", "U8", (E, 2 * I, H // 32, 16))
+        yield _t(m + "experts.gate_up_proj_scales", "U8", (E, 2 * I, H // 32))
+        yield _t(m + "experts.gate_up_proj_bias", "BF16", (E, 2 * I))
+        yield _t(m + "experts.down_proj_blocks", "U8", (E, H, I // 32, 16))
+        yield _t(m + "experts.down_proj_scales", "U8", (E, H, I // 32))
+        yield _t(m + "experts.down_proj_bias", "BF16", (E, H))
+        return
+    if s.family == "mixtral":
+        m = p + "block_sparse_moe."
+        yield _t(m + "gate.weight", "BF16", (E, H))
+        for e in range(n_exp):
+            x = f"{m}experts.{e}."
+            yield from _qlin(x + "w1", I, H, qs, "expert")
+            yield from _qlin(x + "w2", H, I, qs, "expert")
+            yield from _qlin(x + "w3", I, H, qs, "expert")
+        return
+    m = p + "mlp."
+    yield _t(m + "gate.weight", "BF16", (E, H))
+    if s.family in ("deepseek", "glm4_moe"):
+        yield _t(m + "gate.e_score_correction_bias", "F32", (E,))
+    if s.shared_intermediate:
+        sname = "shared_expert" if s.family == "qwen_moe" else "shared_experts"
+        S = s.shared_intermediate
+        if s.gated_experts:
+            yield from _qlin(f"{m}{sname}.gate_proj", S, H, qs, "shared")
+        yield from _qlin(f"{m}{sname}.up_proj", S, H, qs, "shared")
+        yield from _qlin(f"{m}{sname}.down_proj", H, S, qs, "shared")
+        if s.family in ("qwen_moe", "generic") and s.raw.get("shared_expert_intermediate_size"):
+            yield _t(m + "shared_expert_gate.weight", "BF16", (1, H))
+    Hx = H
+    if s.latent and s.family == "generic":  # latent MoE (Nemotron-3 Super/Ultra)
+        Hx = s.latent
+        yield from _qlin(m + "fc1_latent_proj", s.latent, H, qs, "router")
+        yield from _qlin(m + "fc2_latent_proj", H, s.latent, qs, "router")
+    for e in range(n_exp):
+        x = f"{m}experts.{e}."
+        if s.gated_experts:
+            yield from _qlin(x + "gate_proj", I, Hx, qs, "expert")
+        yield from _qlin(x + "up_proj", I, Hx, qs, "expert")
+        yield from _qlin(x + "down_proj", Hx, I, qs, "expert")
 
 
 def _mamba2(p: str, s: ModelSpec, qs: QuantScheme) -> Iterator[Tensor]:

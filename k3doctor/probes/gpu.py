@@ -465,6 +465,22 @@ def _opt_bool(value: Any) -> bool | None:
     return None if value is None else bool(value)
 
 
+def _fabric_from_reading(fabric: Any) -> tuple[dict[str, Any] | None, bool | None]:
+    """NVML's GPU fabric info: (``{"state", "status"}`` unless NOT_SUPPORTED, whether the NVLink
+    cluster UUID is set)."""
+    if not isinstance(fabric, Mapping):
+        return None, None
+    state = fabric.get("state")
+    state_name = FABRIC_STATES.get(state, str(state)) if isinstance(state, int) else str(state).upper()
+    out = {"state": state_name, "status": fabric.get("status")} if state_name != "NOT_SUPPORTED" else None
+    uuid = fabric.get("clusterUuid") or fabric.get("cluster_uuid")
+    if isinstance(uuid, (list, tuple)):
+        return out, any(int(b) for b in uuid)
+    if isinstance(uuid, str):
+        return out, bool(uuid.strip("0-"))
+    return out, None
+
+
 def _device_from_reading(raw: Mapping[str, Any], index: int, smi_blocks: Mapping[str, str]) -> dict[str, Any]:
     device = _empty_device(int(index))
     errors: list[str] = device["errors"]
@@ -520,18 +536,7 @@ def _device_from_reading(raw: Mapping[str, Any], index: int, smi_blocks: Mapping
     device["throttle_reasons"] = int(throttle) if isinstance(throttle, int) else None
 
     device["nvlink"] = _nvlink_from_reading(raw.get("nvlink"), errors)
-    fabric = get("fabric")
-    cluster_nonzero: bool | None = None
-    if isinstance(fabric, Mapping):
-        state = fabric.get("state")
-        state_name = FABRIC_STATES.get(state, str(state)) if isinstance(state, int) else str(state).upper()
-        if state_name != "NOT_SUPPORTED":
-            device["fabric"] = {"state": state_name, "status": fabric.get("status")}
-        uuid = fabric.get("clusterUuid") or fabric.get("cluster_uuid")
-        if isinstance(uuid, (list, tuple)):
-            cluster_nonzero = any(int(b) for b in uuid)
-        elif isinstance(uuid, str):
-            cluster_nonzero = bool(uuid.strip("0-"))
+    device["fabric"], cluster_nonzero = _fabric_from_reading(get("fabric"))
 
     procs = get("procs")
     if isinstance(procs, list):
