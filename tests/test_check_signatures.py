@@ -69,3 +69,14 @@ def test_star_args_are_refused_at_class_creation():
 
             def run(self, **facts):
                 return ()
+
+
+def test_every_builtin_check_names_its_facts_in_its_signature():
+    """The signature is the contract: no built-in check takes the whole fact set."""
+    from k3doctor.registry import load_registry
+
+    reg = load_registry()
+    legacy = [code for code, cls in reg.checks.items() if cls._params is None or "facts" in cls.needs()
+              or "facts" in (cls._params[0] + cls._params[1])]
+    assert legacy == []
+    assert all(cls.needs() for cls in reg.checks.values())
