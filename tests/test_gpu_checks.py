@@ -112,7 +112,7 @@ def test_checks_registered_in_order_with_docs() -> None:
         for heading in ("## What it checks", "## Why it matters", "## How to fix"):
             assert heading in doc, (cls.code, heading)
         assert cls.requires == (() if cls is GPU001 else ("GPU001",))
-        assert "gpu" in cls.facts
+        assert "gpu" in cls.needs()
 
 
 def test_throttle_bits_match_pynvml() -> None:
