@@ -104,17 +104,27 @@ def format_cc(cc: tuple[int, int]) -> str:
 
 
 def release_tuple(version: str) -> tuple[int, ...] | None:
-    """The numeric release part of a version: ``"0.6.11rc1"`` → ``(0, 6, 11)``; None if none."""
-    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", str(version))
-    if not m:
-        return None
-    return tuple(int(p) for p in m.group(1).split("."))
+    """The numeric release part of a version: ``"0.6.11rc1"`` → ``(0, 6, 11)``; None if none.
+
+    PEP 440 versions (``2.4.0+cu124``, ``0.27.1rc1``) are read by ``packaging.version``; a build
+    string outside PEP 440 (``v0.6.3-dirty``, NCCL's ``2.21.5-1``) falls back to its leading
+    dotted numbers, since engines and drivers report such strings."""
+    from packaging.version import InvalidVersion, Version
+
+    text = str(version).strip()
+    try:
+        return Version(text).release
+    except InvalidVersion:
+        m = re.match(r"v?(\d+(?:\.\d+)*)", text)
+        return tuple(int(p) for p in m.group(1).split(".")) if m else None
 
 
 def _cmp_release(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    width = max(len(a), len(b))
-    pa, pb = a + (0,) * (width - len(a)), b + (0,) * (width - len(b))
-    return (pa > pb) - (pa < pb)
+    """Compare two release tuples as versions (``(2, 21)`` == ``(2, 21, 0)``)."""
+    from packaging.version import Version
+
+    va, vb = Version(".".join(map(str, a))), Version(".".join(map(str, b)))
+    return (va > vb) - (va < vb)
 
 
 def env_truthy(value: Any) -> bool:

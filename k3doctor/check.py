@@ -106,8 +106,10 @@ class Check:
         evidence: Mapping[str, EvidenceValue] | None = None,
         fix: str = "",
         severity: Severity | None = None,
+        group: str = "",
     ) -> Finding:
-        """Build a finding carrying this check's code and (by default) its severity."""
+        """Build a finding carrying this check's code and (by default) its severity; ``group``
+        names a root cause shared with other findings (they are reported as one block)."""
         return Finding(
             code=self.code,
             severity=self.severity if severity is None else severity,
@@ -115,6 +117,7 @@ class Check:
             subject=subject,
             evidence=dict(evidence or {}),
             fix=fix,
+            group=group,
         )
 
     @staticmethod

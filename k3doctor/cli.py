@@ -38,7 +38,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in LAZY_COMMANDS:
             return None
-        if ctx.resilient_parsing or _is_help_listing():
+        if _is_help_listing():  # --help lists names and short help without importing the commands
             return click.Command(name, help=LAZY_COMMANDS[name][1], short_help=LAZY_COMMANDS[name][1])
         module, _, attr = LAZY_COMMANDS[name][0].partition(":")
         try:
@@ -65,14 +65,20 @@ class _Main(LazyGroup):
             _HELP_LISTING = False
 
 
-@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+def _exit_code_epilog() -> str:
+    from .exitcodes import EXIT_CODE_MEANINGS
+
+    rows = "\n".join(f"  {int(code)}  {text.replace('`', '')}" for code, text in EXIT_CODE_MEANINGS.items())
+    return "\b\nExit codes (precedence 3, 1, 4):\n" + rows
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+             epilog=_exit_code_epilog())
 @click.version_option(__version__, "-V", "--version", prog_name="k3doctor")
 def main() -> None:
     """k3doctor: preflight diagnostics for multi-node MoE serving (Kimi-K3, DeepSeek-V3, …)
     with SGLang or vLLM on NVIDIA GPUs.
 
-    \b
-    Exit codes: 0 ok · 1 findings at/above --fail-on · 2 usage error · 3 a check or probe crashed.
     Start with `k3doctor demo`, then `k3doctor check -- <your launch command>`.
     """
 

@@ -58,9 +58,12 @@ class Finding:
     subject: str = ""
     evidence: Mapping[str, EvidenceValue] = field(default_factory=dict)
     fix: str = ""
+    #: root cause shared with other findings of this code (a plural noun phrase, e.g. "JIT caches on
+    #: nfs4 (filer:/home) written by 16 ranks"); reporters show such findings as one block
+    group: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        d: dict[str, object] = {
             "code": self.code,
             "severity": self.severity.label,
             "message": self.message,
@@ -68,6 +71,9 @@ class Finding:
             "evidence": dict(self.evidence),
             "fix": self.fix,
         }
+        if self.group:
+            d["group"] = self.group
+        return d
 
 
 @dataclass(frozen=True, kw_only=True)

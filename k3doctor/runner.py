@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from graphlib import CycleError, TopologicalSorter
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from .check import Check, call_run
 from .exitcodes import ExitCode
@@ -36,6 +36,12 @@ class Report:
     source: str
     fail_on: Severity = Severity.ERROR
     meta: dict[str, object] = field(default_factory=dict)
+    #: ``--strict``: a selected check that was skipped or could not run fails the gate (exit 4)
+    strict: bool = False
+    #: the effective configuration (config file + command line), recorded in the JSON output
+    config: dict[str, object] | None = None
+    #: (node label, facts) of the run, for ``--report report.html``; never in the JSON report
+    node_facts: list[tuple[str, Facts]] = field(default_factory=list)
 
     @property
     def findings(self) -> list[Finding]:
@@ -58,12 +64,47 @@ class Report:
         return any(f.code in CRASH_CODES for f in self.findings)
 
     @property
+    def ran(self) -> int:
+        """Checks that ran to a verdict (passed or failed)."""
+        return sum(r.status in (Status.PASS, Status.FAIL) for r in self.results)
+
+    def skip_reasons(self) -> dict[str, list[str]]:
+        """reason -> codes of the checks skipped for it, most common first."""
+        by: dict[str, list[str]] = {}
+        for r in self.results:
+            if r.status is Status.SKIP:
+                by.setdefault(r.reason, []).append(r.code)
+        return dict(sorted(by.items(), key=lambda kv: -len(kv[1])))
+
+    @property
     def exit_code(self) -> int:
+        """The one exit-code rule (see :class:`ExitCode`): crash > findings > strict skip > ok."""
         if self.crashed:
             return int(ExitCode.CRASHED)
         if any(f.severity >= self.fail_on for f in self.findings):
             return int(ExitCode.FINDINGS)
+        if self.strict and any(r.status is Status.SKIP for r in self.results):
+            return int(ExitCode.SKIPPED)
         return int(ExitCode.OK)
+
+    def with_severities(self, overrides: Mapping[str, str]) -> "Report":
+        """The report with per-code severity overrides applied (``severity = {FS004 = "warning"}``);
+        a check's status follows its findings' new severities."""
+        if not overrides:
+            return self
+        wanted = {code.upper(): Severity.parse(sev) for code, sev in overrides.items()}
+        results = []
+        for r in self.results:
+            sev = next((wanted[k] for k in sorted(wanted, key=len, reverse=True) if r.code.startswith(k)), None)
+            if sev is None or not r.findings:
+                results.append(r)
+                continue
+            findings = tuple(replace(f, severity=sev) for f in r.findings)
+            status = r.status
+            if status in (Status.PASS, Status.FAIL):
+                status = Status.FAIL if any(f.severity >= Severity.WARNING for f in findings) else Status.PASS
+            results.append(replace(r, findings=findings, status=status))
+        return replace(self, results=results)
 
 
 #: INT codes that mean k3doctor itself (a probe, a check, a plugin) broke: exit code 3.

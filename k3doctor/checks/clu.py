@@ -181,10 +181,12 @@ class CLU002(Check):
                     f"(it has {', '.join(str(i['name']) for i in _interfaces(n) or []) or 'none'})"
                     for n in bad
                 )
+                missing = "; ".join(f"{_label(n)} lacks {settings[int(n.get('node_rank', 0))][0]!r}" for n in bad)
                 yield self.finding(
                     f"{var} is pinned but the name does not exist on every node: {detail}",
                     subject=f"env={var}",
                     evidence=ev,
+                    group=f"interface pins whose name is missing on a node ({missing})",
                     fix=_per_node_fix(nodes, [var]) + (
                         "; or, for NCCL only, a prefix list covering every node: NCCL_SOCKET_IFNAME="
                         + ",".join(sorted({s for s in (suggest_interface(n) for n in nodes) if s}))

@@ -121,7 +121,9 @@ class FS001(Check):
                 yield self.finding(
                     f"{e.get('label')} {e.get('path')} is on {e.get('fstype')} ({e.get('mount_source')}) "
                     f"and is written by {writers}: ranks race on its temp-file + rename",
-                    subject=str(e.get("key")), evidence=ev, fix=_per_rank_fix(e))
+                    subject=str(e.get("key")), evidence=ev, fix=_per_rank_fix(e),
+                    group=f"JIT caches on {e.get('fstype')} ({e.get('mount_source')}), each written by {writers} "
+                          "(ranks race on temp-file + rename)")
             elif rpn is None and n is None:
                 yield self.finding(
                     f"{e.get('label')} {e.get('path')} is on {e.get('fstype')}; with more than one rank "

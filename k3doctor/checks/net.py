@@ -131,7 +131,9 @@ class NET001(Check):
                         kind = "prefix" if (var == "NCCL_SOCKET_IFNAME" and not sel.exact) else "interface"
                         yield self.finding(
                             f"{var}={raw}: no {kind} {item!r} on this node (interfaces here: {', '.join(names) or 'none'})",
-                            subject=var, evidence={**ev, "missing": item}, fix=_names_fix(var, best))
+                            subject=var, evidence={**ev, "missing": item}, fix=_names_fix(var, best),
+                            group=f"interface pins naming {item!r}, which this node lacks "
+                                  f"(interfaces here: {', '.join(names) or 'none'})")
                     elif len(hits) > 1 and var == "NCCL_SOCKET_IFNAME" and not sel.exact:
                         yield self.finding(
                             f"{var}: prefix {item!r} matches {len(hits)} interfaces ({', '.join(hits)}); "

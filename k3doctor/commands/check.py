@@ -8,6 +8,12 @@ import click
 
 from ..facts import DEFAULT_PROBE_TIMEOUT
 from ..reporters import REPORTERS
+from .options import config_options, format_option, output_option, target_options
+
+#: config-file key -> keyword of the check command's option
+CONFIG_KEYS = {"select": "select", "ignore": "ignore", "target": "target", "gpus": "gpus", "strict": "strict",
+               "fail-on": "fail_on", "format": "fmt", "output": "output", "model": "model_dir",
+               "launch-file": "launch_file", "env-file": "env_file", "severity": "severity"}
 
 
 class DashDashCommand(click.Command):
@@ -36,9 +42,11 @@ def common_fact_options(fn: Any) -> Any:
 @click.command(cls=DashDashCommand, context_settings={"max_content_width": 100})
 @click.option("--snapshot", "snapshots", multiple=True, type=click.Path(dir_okay=False),
               help="Check a saved snapshot instead of this node (repeat for several nodes: adds the CLU checks).")
-@click.option("--target", help="Check statically against a GPU profile (see `k3doctor list --targets`).")
-@click.option("--gpus", type=int, help="With --target: GPUs per node (default: the profile's node size).")
+@target_options("Check statically against a GPU profile (see `k3doctor list --targets`); alias --gpu.",
+                "With --target: GPUs per node (default: the profile's node size); alias --gpus-per-node.")
 @common_fact_options
+@click.option("--launch-file", type=click.Path(dir_okay=False),
+              help="Read the launch command from a launch script (shebang, export lines, continuations, exec).")
 @click.option("--deep", is_flag=True, help="sha256 every shard against local HF metadata or --manifest.")
 @click.option("--manifest", type=click.Path(dir_okay=False), help="Manifest from `k3doctor manifest create`.")
 @click.option("--deep-timeout", type=click.FloatRange(1), default=7200.0, show_default=True,
@@ -63,10 +71,15 @@ def common_fact_options(fn: Any) -> Any:
 @click.option("--local", "local_only", is_flag=True, help="Skip the multi-node rendezvous even if the launch is multi-node.")
 @click.option("--select", multiple=True, help="Only these codes, prefixes or families (GPU, NET001, CKPT00).")
 @click.option("--ignore", multiple=True, help="Skip these codes, prefixes or families.")
-@click.option("--format", "fmt", type=click.Choice(list(REPORTERS)), default="rich", show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report to FILE.")
+@format_option(list(REPORTERS), "rich", "Report format (sarif: GitHub code scanning; gitlab: code quality).")
+@output_option("Write the report to FILE.")
+@click.option("--report", "html_report", type=click.Path(dir_okay=False),
+              help="Also write a self-contained HTML report (findings, per-rank memory chart, facts) to FILE.")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="error", show_default=True,
               help="Lowest severity that makes the exit code 1.")
+@click.option("--strict", is_flag=True, help="Exit 4 when a selected check was skipped or could not run.")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per code (after the report).")
+@config_options
 @click.option("-v", "--verbose", is_flag=True, help="Show every check's status and crash tracebacks.")
 @click.argument("launch", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
@@ -78,9 +91,16 @@ def command(ctx: click.Context, **kw: Any) -> None:
     From a snapshot (CI):     k3doctor check --snapshot node0.json -- vllm serve …
     Against a GPU profile:    k3doctor check --target h200-141g -- vllm serve …
     Several nodes offline:    k3doctor check --snapshot a.json --snapshot b.json
+    From a launch script:     k3doctor check --snapshot node0.json --launch-file deploy/launch.sh
+
+    Settings not given here come from [tool.k3doctor] in pyproject.toml or a k3doctor.toml
+    (nearest upward from the current directory; --config FILE, --isolated).
     """
     from .run_check import execute
 
+    from .options import apply_config
+
+    kw["config"] = apply_config(ctx, kw, CONFIG_KEYS)
     kw["launch_given"] = ctx.meta.get("k3doctor.dashdash", False)
     code = execute(kw)
     ctx.exit(code)

@@ -18,6 +18,8 @@ from typing import Any
 
 import click
 
+from .options import format_option, output_option
+
 DEMO_DIR = Path(__file__).resolve().parent.parent / "data" / "demo"
 
 _HEAD = ["--nnodes", "2", "--node-rank", "0"]
@@ -54,15 +56,23 @@ SCENARIOS: dict[str, tuple[str, list[str]]] = {
 
 @click.command()
 @click.option("--scenario", type=click.Choice(["all", *SCENARIOS]), default="all", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(["rich", "json"]), default="rich", show_default=True)
+@format_option(["rich", "json"], "rich")
+@output_option()
 @click.option("--no-plan", is_flag=True, help="Skip the per-rank memory chart of the SGLang scenario.")
-def command(scenario: str, fmt: str, no_plan: bool) -> None:
+def command(scenario: str, fmt: str, output: str | None, no_plan: bool) -> None:
     """Check the seed's 2×8 H200 Kimi-K3 deployment statically (no GPU needed, < 2 s).
 
     Shows what would fail and how to fix it for the SGLang recipe and two vLLM variants, using
     bundled snapshots of two H200 nodes. Exits 0 when the demo ran; `k3doctor check` on the same
     input exits 1.
     """
+    from .options import captured_output
+
+    with captured_output(output, "the demo"):
+        _demo(scenario, fmt, no_plan)
+
+
+def _demo(scenario: str, fmt: str, no_plan: bool) -> None:
     import json
     import sys
 
@@ -90,21 +100,32 @@ def command(scenario: str, fmt: str, no_plan: bool) -> None:
     if fmt == "json":
         click.echo(json.dumps({"schema_version": 1, "demo": documents}, indent=2, default=str))
     else:
-        click.echo("Run the same checks on your nodes: `k3doctor check -- <launch command>`; "
-                   "per-node fixes: `eval \"$(k3doctor env --dist-init-addr HEAD:PORT)\"`.")
+        from ..reporters.fold import fold
+        from ..reporters.text import console_width
+
+        hint = ("Run the same checks on your nodes: `k3doctor check -- <launch command>`; "
+                "per-node fixes: `eval \"$(k3doctor env --dist-init-addr HEAD:PORT)\"`.")
+        click.echo("\n".join(fold(hint, console_width(False))))
 
 
 def _print_command(title: str, launch: list[str], focus: list[str]) -> None:
     from ..cli import color_enabled
+    from ..reporters.fold import fold, fold_command
     from ..reporters.text import make_console
 
     out = sys.stdout  # click.get_text_stream is deprecated (Click 8.5); CliRunner swaps sys.stdout too
     console = make_console(out, color_enabled(out))
-    console.rule(title, style="bold")
-    console.print("$ " + " ".join(launch), style="dim", highlight=False, markup=False)
+    if len(title) + 6 <= console.width:
+        console.rule(title, style="bold")
+    else:  # rich would shorten a long title with an ellipsis
+        console.rule(style="bold")
+        for line in fold(title, console.width):
+            console.print(line, style="bold", highlight=False, markup=False, soft_wrap=True)
+    for line in fold_command(launch, console.width):  # `\` continuations: copy-paste runs it
+        console.print(line, style="dim", highlight=False, markup=False, soft_wrap=True)
     if focus:
-        console.print(f"(showing {', '.join(focus)}; the node findings above are unchanged)", style="dim",
-                      highlight=False, markup=False)
+        for line in fold(f"(showing {', '.join(focus)}; the node findings above are unchanged)", console.width):
+            console.print(line, style="dim", highlight=False, markup=False, soft_wrap=True)
     console.print()
 
 

@@ -22,6 +22,8 @@ from typing import Any
 
 import click
 
+from .options import format_option, output_option
+
 __all__ = ["command", "build"]
 
 
@@ -167,7 +169,8 @@ def build(*, dist_init_addr: str | None, engine: str, cache_root: str | None, ra
               help="The head (node rank 0) address; default MASTER_ADDR[:MASTER_PORT].")
 @click.option("--shell", "shell", type=click.Choice(["sh", "bash", "zsh", "fish"]),
               help="Syntax of the output (default: from $SHELL, else sh).")
-@click.option("--format", "fmt", type=click.Choice(["shell", "json"]), default="shell", show_default=True)
+@format_option(["shell", "json"], "shell")
+@output_option("Write the exports to FILE (to `source` later) instead of stdout.")
 @click.option("--engine", type=click.Choice(["sglang", "vllm", "any"]), default="any", show_default=True,
               help="Which engine's variables to print (host IP, DeepGEMM cache).")
 @click.option("--cache-root", metavar="DIR", help="Node-local base for the cache dirs (default: $TMPDIR or /tmp).")
@@ -175,12 +178,20 @@ def build(*, dist_init_addr: str | None, engine: str, cache_root: str | None, ra
 @click.option("--all-caches", is_flag=True, help="Pin every JIT cache, not only those on a shared filesystem.")
 @click.option("--sys-root", default="/sys", hidden=True)
 @click.option("--proc-root", default="/proc", hidden=True)
-def command(dist_init_addr: str | None, shell: str | None, fmt: str, engine: str, cache_root: str | None,
-            rank_var: str | None, all_caches: bool, sys_root: str, proc_root: str) -> None:
+def command(dist_init_addr: str | None, shell: str | None, fmt: str, output: str | None, engine: str,
+            cache_root: str | None, rank_var: str | None, all_caches: bool, sys_root: str, proc_root: str) -> None:
     """Print the exports that fix this node: NIC pins and per-rank node-local cache dirs.
 
     Use as: eval "$(k3doctor env --dist-init-addr HEAD:PORT)"
     """
+    from .options import captured_output
+
+    with captured_output(output, "the exports"):
+        _env(dist_init_addr, shell, fmt, engine, cache_root, rank_var, all_caches, sys_root, proc_root)
+
+
+def _env(dist_init_addr: str | None, shell: str | None, fmt: str, engine: str, cache_root: str | None,
+         rank_var: str | None, all_caches: bool, sys_root: str, proc_root: str) -> None:
     from ..hostenv.shell import SHELLS, comment_line, export_line
 
     if shell is None:

@@ -21,6 +21,8 @@ from typing import Any
 
 import click
 
+from .options import output_to_file
+
 __all__ = ["command"]
 
 _CODE_LIKE = re.compile(r"^[A-Za-z]{2,4}\d{3}$")
@@ -182,6 +184,7 @@ def _output(report: Any, fmt: str, limit: int) -> int:
               show_default=True, help="Output format (auto: rich on a terminal, text otherwise).")
 @click.option("--max", "limit", type=click.IntRange(min=0), default=10, show_default=True,
               help="Matches to show (0: all).")
+@output_to_file("the explanation")
 @click.pass_context
 def command(ctx: click.Context, args: tuple[str, ...], logs: tuple[str, ...], list_: bool,
             fmt: str, limit: int) -> None:

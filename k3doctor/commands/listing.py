@@ -9,16 +9,23 @@ import json
 import click
 
 from ..units import GiB
+from .options import captured_output, format_option, output_option
 
 
 @click.command()
-@click.option("--format", "fmt", type=click.Choice(["rich", "json", "markdown"]), default="rich", show_default=True)
+@format_option(["rich", "json", "markdown"], "rich")
+@output_option()
 @click.option("--targets", is_flag=True, help="List the built-in --target GPU profiles instead.")
-def command(fmt: str, targets: bool) -> None:
+def command(fmt: str, output: str | None, targets: bool) -> None:
     """List every check (code, family, severity, title), or the --target profiles."""
-    if targets:
-        _list_targets(fmt)
-        return
+    with captured_output(output, "the list"):
+        if targets:
+            _list_targets(fmt)
+        else:
+            _list_checks(fmt)
+
+
+def _list_checks(fmt: str) -> None:
     from ..registry import registry
 
     reg = registry()
@@ -60,6 +67,14 @@ def _list_targets(fmt: str) -> None:
     rows = [t.to_dict() for t in TARGETS.values()]
     if fmt == "json":
         click.echo(json.dumps({"schema_version": 1, "targets": rows}, indent=2))
+        return
+    if fmt == "markdown":
+        click.echo("| target | product | memory (GiB) | cc | NVLink | FP8 | FP4 | GPUs/node |")
+        click.echo("|---|---|---:|---|---|---|---|---:|")
+        for t in rows:
+            nvl = "multi-node" if t["mnnvl"] else ("yes" if t["nvlink"] else "no")
+            click.echo(f"| `{t['name']}` | {t['product']} | {t['memory_total'] / GiB:.1f} | {t['cc'][0]}.{t['cc'][1]} "
+                       f"| {nvl} | {'yes' if t['fp8'] else 'no'} | {'yes' if t['fp4'] else 'no'} | {t['gpus_per_node']} |")
         return
     click.echo(f"{'target':<11} {'product':<24} {'memory':>12} {'cc':>5}  nvlink  fp8  fp4  gpus/node")
     for t in rows:

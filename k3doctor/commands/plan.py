@@ -10,6 +10,7 @@ import click
 
 from ..units import NVML_IDLE_RESERVE
 from .check import DashDashCommand
+from .options import captured_output, format_option, output_option
 
 
 def _fail(msg: str) -> NoReturn:
@@ -28,8 +29,10 @@ def _fail(msg: str) -> NoReturn:
 @click.option("--enable-dp-attention", is_flag=True, default=None, help="SGLang DP attention (attention-TP = tp/dp).")
 @click.option("--dcp", type=int, help="Decode-context-parallel size (shards the MLA KV cache).")
 @click.option("--nnodes", type=int, help="Number of nodes.")
-@click.option("--gpus-per-node", type=int, help="GPUs per node (default: the GPU profile's node size).")
-@click.option("--gpu", "gpu_name", help="GPU type for static planning (h200, h100, b200, …).")
+@click.option("--gpus", "--gpus-per-node", "gpus_per_node", type=int,
+              help="GPUs per node (default: the GPU profile's node size); alias --gpus-per-node.")
+@click.option("--target", "--gpu", "gpu_name", metavar="GPU",
+              help="GPU type for static planning (h200, h100, b200, …; see `k3doctor list --targets`); alias --gpu.")
 @click.option("--snapshot", type=click.Path(dir_okay=False), help="Take the GPU from a `k3doctor snapshot` file.")
 @click.option("--context", type=int, help="Requested context length (tokens per request).")
 @click.option("--concurrency", type=int, help="Concurrent requests to size the KV cache for (default 1).")
@@ -41,9 +44,9 @@ def _fail(msg: str) -> NoReturn:
 @click.option("--measured-gib", type=float, help="Measured per-rank weight GiB to compare (MEM005).")
 @click.option("--engine-log", type=click.Path(dir_okay=False),
               help="Engine log: measured weights (MEM005) and, for vLLM, the KV sizing, set beside the projection.")
-@click.option("--format", "fmt", type=click.Choice(["rich", "json"]), default="rich", show_default=True,
-              help="Output format; json: schema_version 1, bytes as ints.")
+@format_option(["rich", "json"], "rich", "Output format; json: schema_version 1, bytes as ints.")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@output_option()
 @click.argument("launch", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def command(ctx: click.Context, model: str | None, engine: str | None, tp: int | None, ep: int | None, pp: int | None,
@@ -51,13 +54,25 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
             gpus_per_node: int | None, gpu_name: str | None, snapshot: str | None, context: int | None,
             concurrency: int | None, kv_cache_dtype: str | None, mem_fraction: float | None, do_search: bool,
             top: int, max_nodes: int, measured_gib: float | None, engine_log: str | None, fmt: str,
-            as_json: bool, launch: tuple[str, ...]) -> None:
+            as_json: bool, output: str | None, launch: tuple[str, ...]) -> None:
     """Project per-rank GPU memory: weights by role, load transient, KV cache / state, reserve.
 
     The launch command after `--` supplies what it contains (engine, parallel sizes, memory
     fraction, context, load format, MoE backend); options given here override it. Exit code 1
     when the plan does not fit.
     """
+    with captured_output(output, "the plan"):
+        _plan(ctx, model, engine, tp, ep, pp, dp, enable_dp_attention, dcp, nnodes, gpus_per_node, gpu_name, snapshot,
+              context, concurrency, kv_cache_dtype, mem_fraction, do_search, top, max_nodes, measured_gib,
+              engine_log, fmt, as_json, launch)
+
+
+def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | None, ep: int | None,
+          pp: int | None, dp: int | None, enable_dp_attention: bool | None, dcp: int | None, nnodes: int | None,
+          gpus_per_node: int | None, gpu_name: str | None, snapshot: str | None, context: int | None,
+          concurrency: int | None, kv_cache_dtype: str | None, mem_fraction: float | None, do_search: bool,
+          top: int, max_nodes: int, measured_gib: float | None, engine_log: str | None, fmt: str,
+          as_json: bool, launch: tuple[str, ...]) -> None:
     from ..facts import Facts
     from ..memory.inventory import InventoryError, inventory_for_facts
     from ..memory.placement import PlanError
@@ -106,12 +121,12 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
     model_fact: dict[str, Any] | None = None  # a snapshot's checkpoint scan (plans without the directory)
     gpn_default: int | None = None
     if gpu_name and snapshot:
-        _fail("give either --gpu or --snapshot, not both")
+        _fail("give either --target (--gpu) or --snapshot, not both")
     if gpu_name:
         try:
             g = resolve_gpu(gpu_name)
         except KeyError as exc:
-            _fail(f"--gpu: {exc.args[0] if exc.args else exc}")
+            _fail(f"--target: {exc.args[0] if exc.args else exc}")
         try:
             from ..targets import get_target
 

@@ -85,9 +85,43 @@ def _progress(enabled: bool, opts: SessionOptions) -> Iterator[Callable[[str, st
 
 def execute(kw: dict[str, Any]) -> int:
     """Run ``check`` with parsed options; return the exit code."""
-    report = collect_report(kw)
+    _read_launch_file(kw)
+    report = collect_report(kw).with_severities(kw.get("severity") or {})
+    report.strict = bool(kw.get("strict"))
+    if kw.get("config") is not None:
+        report.config = dict(kw["config"])
     emit_report(report, kw.get("fmt") or "rich", kw.get("output"), bool(kw.get("verbose")))
+    if kw.get("statistics"):
+        from ..reporters.text import statistics_text
+
+        # beside a machine-readable report on stdout the counts go to stderr
+        to_stdout = (kw.get("fmt") or "rich") in ("rich", "markdown") and not kw.get("output")
+        (sys.stdout if to_stdout else sys.stderr).write(statistics_text(report))
+    if kw.get("html_report"):
+        from ..reporters.html import write_html_report
+
+        write_html_report(report, str(kw["html_report"]), kw)
     return int(report.exit_code)
+
+
+def _read_launch_file(kw: dict[str, Any]) -> None:
+    """``--launch-file FILE``: the launch command comes from a launch script."""
+    path = kw.get("launch_file")
+    if not path:
+        return
+    if kw.get("launch"):
+        raise click.UsageError("--launch-file and a launch command after `--` are alternatives; give one")
+    import os
+
+    from ..launch import LaunchError
+    from ..launchfile import read_launch_file
+
+    live = not kw.get("snapshots") and not kw.get("target")
+    try:
+        kw["launch"] = tuple(read_launch_file(str(path), dict(os.environ) if live else None))
+    except LaunchError as exc:
+        raise click.UsageError(str(exc)) from None
+    kw["launch_given"] = True
 
 
 def collect_report(kw: dict[str, Any]) -> Any:
@@ -116,9 +150,12 @@ def collect_report(kw: dict[str, Any]) -> Any:
                 _maybe_cluster(facts, kw, opts)
                 report = run_checks(reg.checks, selected, facts, fail_on=fail_on, on_event=on_event,
                                     plugin_errors=reg.errors)
+                report.node_facts = [("this node" if facts.live else facts.source, facts)]
     except InputError as exc:
         raise click.UsageError(str(exc)) from None
     report.meta.update(_meta(opts))
+    if kw.get("launch_file"):
+        report.meta["launch_file"] = str(kw["launch_file"])
     return report
 
 
@@ -128,12 +165,14 @@ def _run_many(reg: Any, selected: list[str], opts: SessionOptions, fail_on: Seve
 
     docs = [load_snapshot_or_fail(p) for p in opts.snapshots]
     per_node = []
+    node_facts: list[tuple[str, Any]] = []
     node_codes = [c for c in selected if not c.startswith("CLU")]
     for i, doc in enumerate(docs):
         facts = _node_facts(opts, doc, i)
         report = run_checks(reg.checks, node_codes, facts, fail_on=fail_on, on_event=on_event,
                             plugin_errors=reg.errors)
         per_node.append((node_label(doc, i), report))
+        node_facts.append((node_label(doc, i), facts))
     clu_codes = [c for c in selected if c.startswith("CLU")]
     cluster_report = None
     if clu_codes:
@@ -145,7 +184,9 @@ def _run_many(reg: Any, selected: list[str], opts: SessionOptions, fail_on: Seve
         except ImportError:
             pass
         cluster_report = run_checks(reg.checks, clu_codes, cluster_facts, fail_on=fail_on, on_event=on_event)
-    return merge_node_reports(per_node, cluster_report)
+    merged = merge_node_reports(per_node, cluster_report)
+    merged.node_facts = node_facts
+    return merged
 
 
 def _node_facts(opts: SessionOptions, doc: dict[str, Any], index: int) -> Any:
@@ -214,7 +255,10 @@ def _maybe_cluster(facts: "Facts", kw: dict[str, Any], opts: SessionOptions) -> 
     try:
         facts.set("cluster", gather(local, copts, say))
     except ClusterUnavailable as exc:
-        raise InputError(str(exc)) from None
+        # degrade, don't abort: every local check still runs; the cross-node ones are skipped with
+        # the install hint as their reason (and fail the gate under --strict)
+        say("cross-node checks skipped (torch.distributed is not available here; the report gives the install hint)")
+        facts.set_missing_reason("cluster", str(exc))
 
 
 def _free_port() -> int:
@@ -244,22 +288,21 @@ def _isatty(stream: Any) -> bool:
 
 
 def emit_report(report: Any, fmt: str, output: str | None, verbose: bool) -> None:
-    """Render the report to stdout or to ``output``."""
+    """Render the report to stdout or to ``output`` (no line ends in padding)."""
     from ..cli import color_enabled
     from ..reporters import get_reporter
 
     reporter = get_reporter(fmt)
-    if output:
-        buf = io.StringIO()
-        reporter.render(report, buf, color=False, verbose=verbose)
-        try:
-            with open(output, "w", encoding="utf-8") as fh:
-                fh.write(buf.getvalue())
-        except OSError as exc:
-            raise click.UsageError(f"--output {output}: cannot write ({exc.strerror or exc})") from None
-        c = report.counts()
-        sys.stderr.write(f"k3doctor: wrote {fmt} report to {output} ({c['error']} errors, "
-                         f"{c['warning']} warnings; exit {report.exit_code})\n")
-        return
     out = sys.stdout  # click.get_text_stream is deprecated (Click 8.5); CliRunner swaps sys.stdout too
-    reporter.render(report, out, color=color_enabled(out) if fmt == "rich" else False, verbose=verbose)
+    color = color_enabled(out) if fmt == "rich" and not output else False
+    buf = io.StringIO()
+    reporter.render(report, buf, color=color, verbose=verbose)
+    if not output:
+        text = buf.getvalue()
+        out.write(text if color else "\n".join(line.rstrip() for line in text.split("\n")))
+        return
+    from .options import write_text_output
+
+    c = report.counts()
+    write_text_output(buf.getvalue(), output, f"{fmt} report ({c['error']} errors, {c['warning']} warnings; "
+                                              f"exit {report.exit_code})")

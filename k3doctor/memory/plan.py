@@ -228,20 +228,11 @@ def _load_transient(inv: Inventory, par: Parallel) -> tuple[int, str]:
 
 
 def _version_tuple(v: Any) -> tuple[int, ...] | None:
-    """``"0.27.1+cu130"`` -> ``(0, 27, 1)``; None when not a version."""
-    nums: list[int] = []
-    for part in str(v or "").split("+")[0].split("."):
-        digits = ""
-        for ch in part:
-            if not ch.isdigit():
-                break
-            digits += ch
-        if not digits:
-            break
-        nums.append(int(digits))
-        if len(nums) == 3:
-            break
-    return tuple(nums) if nums else None
+    """``"0.27.1+cu130"`` -> ``(0, 27, 1)``; None when not a version (``archrules.release_tuple``)."""
+    from ..archrules import release_tuple
+
+    rel = release_tuple(str(v)) if v else None
+    return rel[:3] if rel else None
 
 
 def vllm_model_runner(par: Parallel, spec: Any, vllm_version: str | None = None) -> tuple[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 from .plan import Plan, RankMemory
@@ -64,12 +65,11 @@ def render_plan(plan: Plan, console: Any, findings: Sequence[Any] = ()) -> None:
     from rich.text import Text
 
     p = plan.parallel
-    head = (f"[bold]{plan.model_name or 'model'}[/bold] on {plan.parallel.world} × {plan.gpu.name} "
-            f"({_gib(plan.gpu.memory_total)} GiB) — {plan.engine} {_label(plan)}")
-    console.print(head)
+    _say(console, f"{plan.model_name or 'model'} on {plan.parallel.world} × {plan.gpu.name} "
+                  f"({_gib(plan.gpu.memory_total)} GiB) — {plan.engine} {_label(plan)}", style="bold")
     src = "shard headers" if plan.inventory_source == "headers" else "config.json (synthesised)"
-    console.print(f"inventory: {plan.n_tensors:,} tensors, {plan.model_total_bytes / 1e9:,.2f} GB from {src}"
-                  + ("  [bold red]HEADER-ONLY[/bold red]" if plan.header_only else ""))
+    _say(console, f"inventory: {plan.n_tensors:,} tensors, {plan.model_total_bytes / 1e9:,.2f} GB from {src}"
+                  + ("  HEADER-ONLY" if plan.header_only else ""))
     shapes = _distinct(plan)
     for ranks, r in shapes:
         t = Table(title=f"ranks {_ranges(ranks)} (PP stage {r.stage})", show_lines=False)
@@ -88,37 +88,45 @@ def render_plan(plan: Plan, console: Any, findings: Sequence[Any] = ()) -> None:
             t.add_row(f"  · {_RESERVE_LABEL.get(k, k)}", _gib(v), f"{v:,}", style="dim")
         t.add_row("free", _gib(r.free_bytes), f"{r.free_bytes:,}")
         console.print(t)
-    console.print("per-rank memory (stacked; weights by role, T transient, K KV, s state, r reserve, . free):")
+    _say(console, "per-rank memory (stacked; weights by role, T transient, K KV, s state, r reserve, . free):")
     for ranks, r in shapes:
         line = Text(f"{_ranges(ranks):>9} |")
-        for _name, cells, ch, style in bar_segments(r, plan.gpu.memory_total):
+        cells_wide = max(20, min(60, int(getattr(console, "width", 100)) - 32))
+        for _name, cells, ch, style in bar_segments(r, plan.gpu.memory_total, cells_wide):
             if cells:
                 line.append(ch * cells, style=style)
         line.append(f"| {_gib(r.weights_bytes)} GiB weights")
         console.print(line)
     legend = " ".join(f"{_ROLE_STYLE[k][0]}={k}" for k in _ROLE_ORDER if k in _ROLE_STYLE and
                       any(k in r.components for _, r in shapes))
-    console.print(f"          {legend}")
+    _say(console, legend, first="          ")
     ctx = plan.requested_context
     conc = plan.requested_concurrency
     if plan.header_only:
-        console.print("KV: not projected (unknown architecture: the memory left for KV is shown, not tokens)")
+        _say(console, "KV: not projected (unknown architecture: the memory left for KV is shown, not tokens)")
     else:
-        console.print(f"KV: {plan.kv_tokens:,} tokens per rank ({plan.kv_bytes_per_token:,} B/token); max context "
+        _say(console, f"KV: {plan.kv_tokens:,} tokens per rank ({plan.kv_bytes_per_token:,} B/token); max context "
                       f"{plan.max_context:,} at concurrency {conc}"
                       + (f"; max concurrency {plan.max_concurrency:,}" + (f" at {ctx:,} tokens" if ctx else "")
                          if plan.max_concurrency is not None else ""))
-    verdict = "[bold green]fits[/bold green]" if plan.fits else "[bold red]does not fit[/bold red]: " + "; ".join(plan.why)
-    console.print(f"verdict: {verdict}")
+    if plan.fits:
+        _say(console, "verdict: fits", style="bold green")
+    else:
+        _say(console, "verdict: does not fit: " + "; ".join(plan.why), style="bold red", indent="    ")
     for n in plan.notes:
-        console.print(f"[dim]note: {n}[/dim]")
+        _say(console, f"note: {n}", style="dim", indent="      ")
     for f in findings:
         sev = getattr(f, "severity", None)
         label = sev.label if sev is not None else "info"
         color = {"error": "red", "warning": "yellow"}.get(label, "cyan")
-        console.print(f"[{color}]{f.code} {label}[/{color}]: {f.message}")
+        _say(console, f"{f.code} {label}: {f.message}", style=color, indent="    ")
         if f.fix:
-            console.print(f"    fix: {f.fix}")
+            from rich.text import Text
+
+            from ..reporters.fold import fold
+
+            for fix_line in fold(f.fix, max(40, int(getattr(console, "width", 100))), "    fix: ", "         "):
+                console.print(Text(fix_line), soft_wrap=True)
     del p
 
 
@@ -128,9 +136,10 @@ def render_search(cands: Sequence[Any], console: Any, top: int) -> None:
     from .search import candidate_label
 
     fits = [c for c in cands if c.fits]
-    t = Table(title=f"feasible plans (top {min(top, len(fits))} of {len(fits)}; ranked by fewest GPUs, then most KV)")
+    shown = min(top, len(fits))
+    t = Table(title=f"feasible plans (top {shown} of {len(fits)}; ranked by fewest GPUs, then most KV)")
     for col in ("#", "plan", "GPUs", "nodes", "weights/rank GiB", "KV tokens/rank", "max context", "max conc."):
-        t.add_column(col, justify="right" if col not in ("plan",) else "left")
+        t.add_column(col, justify="right" if col not in ("plan",) else "left", overflow="fold")
     for i, c in enumerate(fits[:top], 1):
         pl = c.plan
         t.add_row(str(i), candidate_label(c.parallel), str(c.parallel.world), str(c.nodes),
@@ -139,21 +148,56 @@ def render_search(cands: Sequence[Any], console: Any, top: int) -> None:
     console.print(t)
     bad = [c for c in cands if not c.fits]
     if bad:
-        reasons: dict[str, list[str]] = {}
+        groups: dict[str, list[Any]] = {}
         for c in bad:
-            r = c.reason.split(";")[0]
-            key = _reason_key(r)
-            reasons.setdefault(key, []).append(candidate_label(c.parallel) + f" ({c.parallel.world} GPUs)")
-        console.print("why the others fail:")
-        for k, labels in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
-            shown = ", ".join(labels[:6]) + (f", … (+{len(labels) - 6})" if len(labels) > 6 else "")
-            console.print(f"  - {k}: {shown}")
+            groups.setdefault(_reason_key(c.reason.split(";")[0]), []).append(c)
+        _say(console, "why the others fail:")
+        for _key, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            labels = [f"{candidate_label(c.parallel)} ({_plural(c.parallel.world, 'GPU')})" for c in members]
+            listed = ", ".join(labels[:6]) + (f", and {len(labels) - 6} more" if len(labels) > 6 else "")
+            _say(console, f"- {_filled_reason([c.reason.split(';')[0] for c in members])}: {listed}", indent="    ",
+                 first="  ")
+
+
+_NUM = re.compile(r"\b\d[\d,]*(?:\.\d+)?")
 
 
 def _reason_key(r: str) -> str:
-    import re
+    """A reason with its numbers masked: plans that fail for the same reason share it."""
+    return _NUM.sub("N", r).strip()
 
-    return re.sub(r"\b\d[\d,.]*", "N", r).strip()[:140]
+
+def _filled_reason(reasons: list[str]) -> str:
+    """One reason text for a group: each number is the members' value, or their range (min–max)."""
+    first = reasons[0]
+    values = [[m.group(0) for m in _NUM.finditer(r)] for r in reasons]
+    slots = iter(range(len(values[0])))
+
+    def fill(m: re.Match[str]) -> str:
+        i = next(slots)
+        column = [v[i] for v in values if i < len(v)]
+        nums = sorted({float(x.replace(",", "")) for x in column})
+        if len(nums) <= 1:
+            return m.group(0)
+        lo, hi = (min(column, key=lambda x: float(x.replace(",", ""))),
+                  max(column, key=lambda x: float(x.replace(",", ""))))
+        return f"{lo}–{hi}"
+
+    return _NUM.sub(fill, first)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' * (n != 1)}"
+
+
+def _say(console: Any, text: str, style: str = "", first: str = "", indent: str = "") -> None:
+    """Print prose folded at the console's width (never cut, never broken inside a word)."""
+    from rich.text import Text
+
+    from ..reporters.fold import fold
+
+    for line in fold(text, max(40, int(getattr(console, "width", 100))), first, indent or first, commands=False):
+        console.print(Text(line, style=style), soft_wrap=True)
 
 
 def _label(plan: Plan) -> str:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from . import constants as C
 from .inventory import Inventory
 from .placement import Parallel, PlanError, validate_parallel
-from .plan import GpuSpec, Plan, compute_plan
+from .plan import GpuSpec, Plan, compute_plan, sglang_default_mem_fraction
 
-__all__ = ["Candidate", "search_plans", "candidate_label"]
+__all__ = ["Candidate", "search_plans", "candidate_label", "impossible_setting"]
 
 _POW2 = (1, 2, 4, 8, 16, 32, 64, 128)
 
@@ -94,11 +95,28 @@ def engine_crash(par: Parallel, inv: Inventory, gpu: GpuSpec) -> list[str]:
     return []
 
 
+def impossible_setting(par: Parallel, gpu: GpuSpec) -> list[str]:
+    """Plans whose memory setting the engine cannot take: SGLang's default
+    ``--mem-fraction-static`` (its reserve for CUDA graphs and, with DP attention, per-DP-rank
+    buffers) comes out at or below 0, or at or above 1. Such a plan is dropped from the feasible
+    list with this reason; no impossible fraction or budget is ever shown."""
+    if par.engine != "sglang" or par.mem_fraction is not None:
+        return []  # an explicit fraction was validated to (0, 1] on the command line
+    f = sglang_default_mem_fraction(gpu.memory_total, par)
+    if 0 < f < 1:
+        return []
+    bs = par.cuda_graph_max_bs or C.SGLANG_DEFAULT_CUDA_GRAPH_BS
+    what = f"CUDA graphs up to batch {bs}" + (f" × DP {par.dp} attention buffers" if par.dp_attention else "")
+    return [f"SGLang's default --mem-fraction-static would be {'below 0' if f <= 0 else 'above 1'} on this GPU "
+            f"(its reserve for {what} exceeds the memory), which the engine cannot run with: set "
+            "--mem-fraction-static and a smaller --cuda-graph-max-bs explicitly"]
+
+
 def search_plans(inv: Inventory, base: Parallel, gpu: GpuSpec, *, gpus_per_node: int = 8, max_nodes: int = 8) -> list[Candidate]:
     """Every candidate plan, fitting ones first (fewest GPUs, then most KV tokens)."""
     res: list[Candidate] = []
     for par, nodes in _candidates(base, gpus_per_node, max_nodes):
-        errs = validate_parallel(par, inv.spec) or engine_crash(par, inv, gpu)
+        errs = validate_parallel(par, inv.spec) or engine_crash(par, inv, gpu) or impossible_setting(par, gpu)
         if errs:
             res.append(Candidate(par, nodes, None, errs[0]))
             continue

@@ -19,6 +19,9 @@ REPORTERS: dict[str, str] = {
     "json": "k3doctor.reporters.json_report:JsonReporter",
     "junit": "k3doctor.reporters.junit:JUnitReporter",
     "github": "k3doctor.reporters.github:GitHubReporter",
+    "sarif": "k3doctor.reporters.sarif:SarifReporter",
+    "gitlab": "k3doctor.reporters.gitlab:GitLabReporter",
+    "markdown": "k3doctor.reporters.markdown:MarkdownReporter",
 }
 
 

@@ -29,9 +29,13 @@ def report_document(report: Report) -> dict[str, Any]:
             "errors": counts["error"],
             "warnings": counts["warning"],
             "infos": counts["info"],
+            "ran": report.ran,
+            "skip_reasons": report.skip_reasons(),
+            "strict": report.strict,
             "duration_s": round(report.duration_s, 6),
         },
         "meta": report.meta,
+        **({"config": report.config} if report.config is not None else {}),
         "findings": [f.to_dict() for f in report.findings],
         "results": [r.to_dict() for r in report.results],
     }
