@@ -205,3 +205,15 @@ def test_cli_runs_with_deprecation_warnings_as_errors(args: list[str]) -> None:
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode in (0, 1), proc.stderr
     assert "DeprecationWarning" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_config_paths_are_relative_to_the_config_file(_no_config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (_no_config / "deploy").mkdir()
+    (_no_config / "deploy" / "launch.sh").write_text("#!/bin/sh\nexec vllm serve m --tp-szie 2\n")
+    _pyproject(_no_config, 'launch-file = "deploy/launch.sh"\ntarget = "h200"\nselect = ["CMD"]\nformat = "json"\n')
+    sub = _no_config / "ci"
+    sub.mkdir()
+    monkeypatch.chdir(sub)
+    doc = json.loads(invoke("check").stdout)
+    assert doc["meta"]["launch_file"] == str(_no_config / "deploy" / "launch.sh")
+    assert [f["code"] for f in doc["findings"]] == ["CMD002"]

@@ -140,14 +140,19 @@ def fold_command(words: list[str], width: int, first: str = "$ ", rest: str = " 
 
     quoted = [shlex.quote(w) if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=\S*$", w) else
               w.split("=", 1)[0] + "=" + shlex.quote(w.split("=", 1)[1]) for w in words]
+    units: list[str] = []  # a flag stays on the line of its value
+    for w in quoted:
+        if units and units[-1].startswith("-") and " " not in units[-1] and not w.startswith("-"):
+            units[-1] += " " + w
+        else:
+            units.append(w)
     lines: list[str] = []
     line = first
-    for i, w in enumerate(quoted):
+    for w in units:
         if line.strip() and len(line) + 1 + len(w) + 2 > width:
             lines.append(line.rstrip() + " \\")
             line = rest + w
         else:
             line += ("" if line in (first, rest) else " ") + w
-        del i
     lines.append(line.rstrip())
     return lines

@@ -30,5 +30,11 @@ class GitHubReporter(Reporter):
         c = report.counts()
         stream.write(
             f"::notice title=k3doctor::{c['error']} errors, {c['warning']} warnings, {c['info']} notes; "
-            f"{c['pass']} passed, {c['skip']} skipped, {c['crash']} crashed (exit {report.exit_code})\n"
+            f"{report.ran} ran ({c['pass']} passed), {c['skip']} skipped, {c['crash']} crashed "
+            f"(exit {report.exit_code})\n"
         )
+        reasons = report.skip_reasons()
+        if reasons:  # one annotation: GitHub shows at most 10 per level and step
+            body = "\n".join(f"{', '.join(codes)}: {reason}" for reason, codes in reasons.items())
+            level = "warning" if report.strict else "notice"
+            stream.write(f"::{level} title=k3doctor skipped {c['skip']} checks::{_escape_data(body)}\n")

@@ -65,7 +65,8 @@ def _group_fix(fixes: list[str], labels: list[str]) -> tuple[str, ...]:
     for label, w in zip(labels, words):
         middle = " ".join(w[len(head):len(w) - len(tail)]).strip()
         if middle:
-            parts.append(f"{label}: {middle}" if head and label not in middle else middle)
+            named = label.split("=", 1)[-1] in middle  # "env=GLOO_SOCKET_IFNAME" vs "GLOO_SOCKET_IFNAME=eth0"
+            parts.append(f"{label}: {middle}" if head and not named else middle)
     if tail:
         parts.append(" ".join(tail))
     return tuple(parts)
