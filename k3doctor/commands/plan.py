@@ -74,7 +74,6 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
           top: int, max_nodes: int, measured_gib: float | None, engine_log: str | None, fmt: str,
           as_json: bool, launch: tuple[str, ...]) -> None:
     from ..facts import Facts
-    from ..memory.inventory import InventoryError, inventory_for_facts
     from ..memory.placement import PlanError
     from ..memory.plan import plan_from_facts, resolve_gpu
     from ..model import Severity, Skip
@@ -183,9 +182,9 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
 
     # -- inventory up front: clear messages for bad input -----------------------------------
     try:
-        inv = inventory_for_facts(facts, model_ref)
-    except InventoryError as exc:
-        _fail(str(exc))
+        inv = facts.get("inventory")  # the derived fact the MEM checks plan with (k3doctor.derived)
+    except Skip as exc:
+        _fail(exc.reason)
 
     if do_search:
         _search(inv, launch_d, facts, gpn or 8, max_nodes, top, as_json)

@@ -27,7 +27,7 @@ from .synth import DTYPE_BYTES, Tensor, synthesise
 
 __all__ = ["Group", "Inventory", "InventoryError", "load_inventory", "aggregate", "read_config_any",
            "fold_tensors", "merge_folded", "groups_from_folded", "inventory_fact", "inventory_from_fact",
-           "inventory_for_facts", "with_launch_quantization_inventory"]
+           "with_launch_quantization_inventory"]
 
 _NUM = re.compile(r"\.(\d+)\.")
 #: HF's default ``max_shard_size`` ("5GB") — used when shard sizes are unknown (config-only).
@@ -610,25 +610,6 @@ def _remember(fact: Mapping[str, Any], inv: Inventory) -> None:
         return
     if now and now == seen:
         _CACHE[_signature(p)] = inv
-
-
-def inventory_for_facts(facts: Any, model_dir: Any = None) -> Inventory:
-    """The inventory ``plan_from_facts`` plans with: the ``model`` fact's (computed by the
-    checkpoint scan in the same pass over the headers, or recorded in a snapshot) when that fact
-    is already known and describes ``model_dir``; else :func:`load_inventory` (shard headers,
-    else config.json). Never runs the checkpoint probe itself."""
-    known = facts.known() if hasattr(facts, "known") else {}
-    fact = known.get("model") if isinstance(known, dict) else None
-    doc = fact.get("inventory") if isinstance(fact, dict) else None
-    if isinstance(fact, dict) and isinstance(doc, dict) and (
-            model_dir is None or _same_dir(model_dir, fact.get("dir"))
-            or (str(fact.get("found_via") or "").startswith("option") and model_dir == facts.option("model_dir"))):
-        inv = inventory_from_fact(doc, str(fact.get("dir") or model_dir))
-        _remember(fact, inv)
-        return inv
-    if model_dir is None:
-        raise InventoryError("no model directory or model id to plan from")
-    return load_inventory(model_dir)
 
 
 def with_launch_quantization_inventory(inv: Inventory, launch: Mapping[str, Any]) -> Inventory:
