@@ -261,9 +261,21 @@ class Facts:
         with self._lock:
             self._values[name] = typed(name, value)
             self.errors.pop(name, None)
-            # a derived fact may combine this one: derive again on next use
-            self._derived_values.clear()
-            self._skips.clear()
+            if self._derived_values or self._skips:
+                if name in self._derived_inputs():  # a derivation combines it: derive again on next use
+                    self._derived_values.clear()
+                    self._skips.clear()
+
+    def _derived_inputs(self) -> frozenset[str]:
+        """Every fact name a derivation's signature names."""
+        from .check import fact_params
+
+        names: list[str] = []
+        for spec in self.derived.values():
+            fn = _resolve(spec) if isinstance(spec, str) else spec
+            required, optional = fact_params(fn)
+            names.extend(required + optional)
+        return frozenset(names)
 
     def collect(self, names: list[str] | None = None) -> dict[str, Any]:
         """Probe every named fact (default: all registered), swallowing per-probe errors."""

@@ -86,3 +86,37 @@ def test_store_types_set_and_probed_facts_but_not_other_values() -> None:
     facts.set("launch", {"engine": "vllm", "tp": 8})
     assert isinstance(facts.get("launch"), LaunchFact) and facts.get("launch").engine == "vllm"
     assert facts.known()["launch"] == {"engine": "vllm", "tp": 8}
+
+
+def test_derived_facts_are_made_once_and_remade_only_when_an_input_changes() -> None:
+    calls = []
+
+    def derive_double(launch) -> int:
+        calls.append(1)
+        return launch.tp * 2
+
+    facts = Facts({"launch": {"engine": "vllm", "tp": 4}})
+    facts.derived["double"] = derive_double
+    assert facts.get("double") == 8 and facts.get("double") == 8 and len(calls) == 1
+    facts.set("run", {"probe_errors": {}})          # not an input of any derivation
+    assert facts.get("double") == 8 and len(calls) == 1
+    facts.set("launch", {"engine": "vllm", "tp": 8})
+    assert facts.get("double") == 16 and len(calls) == 2
+    assert "double" not in facts.known()
+
+
+def test_a_derivation_that_skips_is_remembered_with_its_reason() -> None:
+    from k3doctor.model import Skip
+
+    calls = []
+
+    def derive_never(launch) -> int:
+        calls.append(1)
+        raise Skip("cannot be made")
+
+    facts = Facts({"launch": {"engine": "vllm"}})
+    facts.derived["never"] = derive_never
+    for _ in range(3):
+        with pytest.raises(Skip, match="cannot be made"):
+            facts.get("never")
+    assert len(calls) == 1

@@ -8,6 +8,8 @@ from typing import Any, NoReturn
 
 import click
 
+from ..facttypes import LaunchFact
+
 from ..units import NVML_IDLE_RESERVE
 from .check import DashDashCommand
 from .options import captured_output, format_option, output_option
@@ -75,8 +77,8 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
           as_json: bool, launch: tuple[str, ...]) -> None:
     from ..facts import Facts
     from ..memory.placement import PlanError
-    from ..memory.plan import plan_from_facts, resolve_gpu
-    from ..model import Severity, Skip
+    from ..memory.plan import plan_from_facts
+    from ..model import Skip
 
     as_json = as_json or fmt == "json"
     for name, val in (("--tp", tp), ("--ep", ep), ("--pp", pp), ("--dp", dp), ("--dcp", dcp), ("--nnodes", nnodes),
@@ -85,92 +87,17 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
             _fail(f"{name} must be a positive integer (got {val})")
     if mem_fraction is not None and not 0 < mem_fraction <= 1:
         _fail(f"--mem-fraction must be in (0, 1] (got {mem_fraction})")
-
-    # -- launch fact ------------------------------------------------------------------------
-    launch_d: dict[str, Any] = {}
-    if launch:
-        from ..launch import LaunchError, parse_launch
-
-        try:
-            launch_d = parse_launch(list(launch)).to_dict()
-        except (LaunchError, ValueError) as exc:
-            _fail(f"launch command: {exc}")
-        if launch_d.get("errors"):
-            _fail("launch command: " + "; ".join(launch_d["errors"]))
-    launch_d.setdefault("engine", "sglang")
-    if engine:
-        launch_d["engine"] = engine
     over = {"tp": tp, "pp": pp, "dp": dp, "dcp": dcp, "nnodes": nnodes, "context_length": context,
             "kv_cache_dtype": kv_cache_dtype, "mem_fraction": mem_fraction, "enable_dp_attention": enable_dp_attention}
-    for k, v in over.items():
-        if v is not None:
-            launch_d[k] = v
-    if ep is not None:
-        launch_d["ep"] = ep
-        launch_d["enable_expert_parallel"] = ep > 1
-    launch_d.pop("gpus_per_node", None)
-    model_ref = model or launch_d.get("model")
-    if not model_ref:
-        _fail("no model: pass --model DIR (or a config.json, or a known id such as moonshotai/Kimi-K3), "
-              "or a launch command after --")
-    launch_d["model"] = launch_d.get("model") or model_ref
-
-    # -- GPU fact -----------------------------------------------------------------------------
-    gpu_fact: dict[str, Any] | None = None
-    model_fact: dict[str, Any] | None = None  # a snapshot's checkpoint scan (plans without the directory)
-    gpn_default: int | None = None
-    if gpu_name and snapshot:
-        _fail("give either --target (--gpu) or --snapshot, not both")
-    if gpu_name:
-        try:
-            g = resolve_gpu(gpu_name)
-        except KeyError as exc:
-            _fail(f"--target: {exc.args[0] if exc.args else exc}")
-        try:
-            from ..targets import get_target
-
-            gpn_default = get_target(gpu_name).gpus_per_node
-        except Exception:  # noqa: BLE001 - extra (non-target) GPU types default to 8 per node
-            gpn_default = 8
-        device: dict[str, Any] = {"index": 0, "name": g.name, "memory_total": g.memory_total,
-                                  "memory_free": g.memory_total - NVML_IDLE_RESERVE}
-        if g.cc is not None:
-            device["cc"] = list(g.cc)
-        gpu_fact = {"ok": True, "source": "target", "devices": [device]}
-    elif snapshot:
-        from ..facts import SnapshotError, load_snapshot
-
-        try:
-            doc = load_snapshot(snapshot)
-        except SnapshotError as exc:
-            _fail(str(exc))
-        gpu_fact = (doc.get("facts") or {}).get("gpu")
-        model_fact = (doc.get("facts") or {}).get("model")
-        if not gpu_fact or not gpu_fact.get("devices"):
-            _fail(f"{snapshot}: the snapshot has no GPU devices; plan statically with --gpu h200 (or another type)")
-        gpn_default = len(gpu_fact["devices"])
-    else:
-        _fail("no GPU type: pass --gpu TYPE for static planning (h200, h100, b200, b300, …) "
-              "or --snapshot FILE from `k3doctor snapshot`")
-
-    measured = None
-    log_fig = None
-    if engine_log:
-        from ..memory.logparse import EngineLogError, read_engine_log_file
-
-        try:
-            log_fig = read_engine_log_file(engine_log)
-        except EngineLogError as exc:
-            _fail(str(exc))
-        measured = log_fig.weights_gib
-    if measured_gib is not None:
-        measured = measured_gib
+    launch_d, model_ref = _launch_fact(launch, engine, ep, over, model)
+    gpu_fact, model_fact, gpn_default = _gpu_and_model_facts(gpu_name, snapshot)
+    log_fig = _engine_log(engine_log)
+    measured = measured_gib if measured_gib is not None else log_fig.weights_gib if log_fig is not None else None
 
     gpn = gpus_per_node or gpn_default
     if nnodes is None and "--nnodes" not in (launch_d.get("flags") or {}) and gpn:
         # vLLM multi-node runs (Ray) carry no --nnodes: infer whole nodes from the plan size
-        tp_, pp_, dp_ = (int(launch_d.get(k) or 1) for k in ("tp", "pp", "dp"))
-        world = tp_ * pp_ * (1 if launch_d.get("engine") == "sglang" and launch_d.get("enable_dp_attention") else dp_)
+        world = LaunchFact.from_json({k: v for k, v in launch_d.items() if k != "world_size"}).world_size
         launch_d["nnodes"] = max(int(launch_d.get("nnodes") or 1), -(-world // gpn))
     options: dict[str, Any] = {"model_dir": model_ref, "concurrency": concurrency, "gpus_per_node": gpn}
     if measured is not None:
@@ -204,16 +131,110 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
         _fail(f"impossible plan: {exc}{_node_hint(str(exc))}")
     except ValueError as exc:
         _fail(str(exc))
+    _emit_plan(ctx, plan, _mem_findings(facts), log_fig, engine_log, as_json)
 
-    from ..check import call_run
-    from ..checks.mem import CHECKS
 
-    findings: list[Any] = []
-    for cls in CHECKS:
+def _launch_fact(launch: tuple[str, ...], engine: str | None, ep: int | None, over: dict[str, Any],
+                 model: str | None) -> tuple[dict[str, Any], str]:
+    """The launch fact: the launch command after ``--`` (if any) with the options' overrides, and
+    the model to plan."""
+    launch_d: dict[str, Any] = {}
+    if launch:
+        from ..launch import LaunchError, parse_launch
+
         try:
-            findings.extend(call_run(cls(), facts))  # type: ignore[arg-type]
-        except Skip:
-            continue
+            launch_d = parse_launch(list(launch)).to_dict()
+        except (LaunchError, ValueError) as exc:
+            _fail(f"launch command: {exc}")
+        if launch_d.get("errors"):
+            _fail("launch command: " + "; ".join(launch_d["errors"]))
+    launch_d.setdefault("engine", "sglang")
+    if engine:
+        launch_d["engine"] = engine
+    for k, v in over.items():
+        if v is not None:
+            launch_d[k] = v
+    if ep is not None:
+        launch_d["ep"] = ep
+        launch_d["enable_expert_parallel"] = ep > 1
+    launch_d.pop("gpus_per_node", None)
+    model_ref = model or launch_d.get("model")
+    if not model_ref:
+        _fail("no model: pass --model DIR (or a config.json, or a known id such as moonshotai/Kimi-K3), "
+              "or a launch command after --")
+    launch_d["model"] = launch_d.get("model") or model_ref
+    if any(k in launch_d for k in ("world_size", "attention_tp")) and any(v is not None for v in over.values()):
+        # the overrides change the plan: let the typed fact derive these again
+        launch_d.pop("world_size", None)
+        launch_d.pop("attention_tp", None)
+    return launch_d, str(model_ref)
+
+
+def _gpu_and_model_facts(gpu_name: str | None, snapshot: str | None
+                         ) -> tuple[dict[str, Any], dict[str, Any] | None, int | None]:
+    """The ``gpu`` fact of a ``--target`` type or a snapshot, the snapshot's ``model`` fact (plans
+    without the directory), and the GPUs per node they imply."""
+    from ..memory.plan import resolve_gpu
+
+    if gpu_name and snapshot:
+        _fail("give either --target (--gpu) or --snapshot, not both")
+    if gpu_name:
+        try:
+            g = resolve_gpu(gpu_name)
+        except KeyError as exc:
+            _fail(f"--target: {exc.args[0] if exc.args else exc}")
+        try:
+            from ..targets import get_target
+
+            gpn_default: int | None = get_target(gpu_name).gpus_per_node
+        except Exception:  # noqa: BLE001 - extra (non-target) GPU types default to 8 per node
+            gpn_default = 8
+        device: dict[str, Any] = {"index": 0, "name": g.name, "memory_total": g.memory_total,
+                                  "memory_free": g.memory_total - NVML_IDLE_RESERVE}
+        if g.cc is not None:
+            device["cc"] = list(g.cc)
+        return {"ok": True, "source": "target", "devices": [device]}, None, gpn_default
+    if snapshot:
+        from ..facts import SnapshotError, load_snapshot
+
+        try:
+            doc = load_snapshot(snapshot)
+        except SnapshotError as exc:
+            _fail(str(exc))
+        gpu_fact = (doc.get("facts") or {}).get("gpu")
+        if not gpu_fact or not gpu_fact.get("devices"):
+            _fail(f"{snapshot}: the snapshot has no GPU devices; plan statically with --gpu h200 (or another type)")
+        return gpu_fact, (doc.get("facts") or {}).get("model"), len(gpu_fact["devices"])
+    _fail("no GPU type: pass --gpu TYPE for static planning (h200, h100, b200, b300, …) "
+          "or --snapshot FILE from `k3doctor snapshot`")
+
+
+def _engine_log(engine_log: str | None) -> Any:
+    """The measured figures of ``--engine-log`` (None without one)."""
+    if not engine_log:
+        return None
+    from ..memory.logparse import EngineLogError, read_engine_log_file
+
+    try:
+        return read_engine_log_file(engine_log)
+    except EngineLogError as exc:
+        _fail(str(exc))
+
+
+def _mem_findings(facts: Any) -> list[Any]:
+    """The MEM checks' findings on these facts, through the runner (crashes isolated)."""
+    from ..checks.mem import CHECKS
+    from ..runner import run_checks
+
+    report = run_checks({c.code: c for c in CHECKS}, [c.code for c in CHECKS], facts)
+    return [f for r in report.results for f in r.findings]
+
+
+def _emit_plan(ctx: click.Context, plan: Any, findings: list[Any], log_fig: Any, engine_log: str | None,
+               as_json: bool) -> None:
+    """Print the plan (JSON or the rich table and chart) and exit 1 when it does not fit."""
+    from ..model import Severity
+
     log_doc: dict[str, Any] | None = None
     log_lines: list[str] = []
     if log_fig is not None:
@@ -241,6 +262,7 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
                 console.print(f"  {escape(line)}")
     if any(f.severity >= Severity.ERROR for f in findings) or not plan.fits:
         ctx.exit(1)
+
 
 
 def _search(inv: Any, launch_d: dict[str, Any], facts: Any, gpn: int, max_nodes: int, top: int, as_json: bool) -> None:
