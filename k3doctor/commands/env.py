@@ -59,53 +59,35 @@ def build(*, dist_init_addr: str | None, engine: str, cache_root: str | None, ra
           all_caches: bool, sys_root: str = "/sys", proc_root: str = "/proc",
           environ: dict[str, str] | None = None) -> dict[str, Any]:
     """Compute the exports (pure of printing; reads the machine through the probes' helpers)."""
-    from ..hostenv.caches import local_cache_dir, rank_key, resolve_caches
-    from ..hostenv.netinfo import candidates, is_loopback_ip, parse_hostport
-    from ..probes.fs import inspect_path, read_mounts
-    from ..probes.net import (default_route_interface, local_addresses, resolve_host, route_table_interface,
-                              scan_interfaces, source_route)
-
     env = dict(os.environ if environ is None else environ)
     exports: dict[str, str] = {}
     notes: list[str] = []
     errors: list[str] = []
     result: dict[str, Any] = {"interface": None, "source_ip": None, "head": None}
+    iface, src = _pin_interface(dist_init_addr, engine, sys_root, proc_root, env, exports, notes, errors, result)
+    result["interface"], result["source_ip"] = iface, src
+    cache_info = _cache_exports(engine, cache_root, rank_var, all_caches, proc_root, env, exports, notes)
+    result.update(exports=exports, notes=notes, errors=errors, **cache_info)
+    return result
+
+
+def _pin_interface(dist_init_addr: str | None, engine: str, sys_root: str, proc_root: str, env: dict[str, str],
+                   exports: dict[str, str], notes: list[str], errors: list[str],
+                   result: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The interface to pin (the one that routes to the head, else the only candidate, else the
+    default route) and its source address; adds the NCCL/Gloo/engine host-IP exports."""
+    from ..hostenv.netinfo import candidates
+    from ..probes.net import default_route_interface, local_addresses, scan_interfaces
 
     # A recorded --sys-root tree is another machine: do not mix in this host's addresses.
     live = os.path.realpath(sys_root) == "/sys"
     interfaces, scan_errors = scan_interfaces(sys_root) if live else scan_interfaces(sys_root, addrs={}, stats={})
     notes += scan_errors
     by_name = {str(i["name"]): i for i in interfaces}
-    local = local_addresses(interfaces)
     addr = dist_init_addr
     if not addr and env.get("MASTER_ADDR"):
         addr = env["MASTER_ADDR"] + (f":{env['MASTER_PORT']}" if env.get("MASTER_PORT") else "")
-    iface: str | None = None
-    src: str | None = None
-    if addr:
-        host, port, err = parse_hostport(addr)
-        result["head"] = {"addr": addr, "host": host or None, "port": port}
-        resolved: list[str] = []
-        if not err:
-            resolved, err = resolve_host(host)
-        if err:
-            errors.append(f"head {addr!r}: {err}")
-        elif resolved:
-            target = next((ip for ip in resolved if ":" not in ip), resolved[0])
-            result["head"]["ip"] = target
-            src, err = source_route(target)
-            if src is None:
-                errors.append(f"head {addr!r}: {err}")
-            elif is_loopback_ip(src):
-                notes.append(f"the head {host} is this node's loopback ({target}); not pinning lo — "
-                             "use the head's cluster IP in --dist-init-addr")
-                src = None
-            else:
-                iface = local.get(src) or route_table_interface(target, proc_root)
-                if iface:
-                    notes.append(f"{iface} routes to the head {host} ({target}) from {src}")
-                else:
-                    notes.append(f"the route to {target} leaves from {src}, which no listed interface carries")
+    iface, src = _route_to_head(addr, local_addresses(interfaces), proc_root, notes, errors, result) if addr else (None, None)
     if iface is None and not errors:
         cands = candidates(interfaces)
         if len(cands) == 1:
@@ -131,7 +113,49 @@ def build(*, dist_init_addr: str | None, engine: str, cache_root: str | None, ra
                 exports["SGLANG_HOST_IP"] = src
             if engine in ("vllm", "any"):
                 exports["VLLM_HOST_IP"] = src
-    result["interface"], result["source_ip"] = iface, src
+    return iface, src
+
+
+def _route_to_head(addr: str, local: dict[str, str], proc_root: str, notes: list[str], errors: list[str],
+                   result: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(interface, source IP) of the route from this node to the head ``addr`` (HOST:PORT)."""
+    from ..hostenv.netinfo import is_loopback_ip, parse_hostport
+    from ..probes.net import resolve_host, route_table_interface, source_route
+
+    host, port, err = parse_hostport(addr)
+    result["head"] = {"addr": addr, "host": host or None, "port": port}
+    resolved: list[str] = []
+    if not err:
+        resolved, err = resolve_host(host)
+    if err:
+        errors.append(f"head {addr!r}: {err}")
+        return None, None
+    if not resolved:
+        return None, None
+    target = next((ip for ip in resolved if ":" not in ip), resolved[0])
+    result["head"]["ip"] = target
+    src, err = source_route(target)
+    if src is None:
+        errors.append(f"head {addr!r}: {err}")
+        return None, None
+    if is_loopback_ip(src):
+        notes.append(f"the head {host} is this node's loopback ({target}); not pinning lo — "
+                     "use the head's cluster IP in --dist-init-addr")
+        return None, None
+    iface = local.get(src) or route_table_interface(target, proc_root)
+    if iface:
+        notes.append(f"{iface} routes to the head {host} ({target}) from {src}")
+    else:
+        notes.append(f"the route to {target} leaves from {src}, which no listed interface carries")
+    return iface, src
+
+
+def _cache_exports(engine: str, cache_root: str | None, rank_var: str | None, all_caches: bool, proc_root: str,
+                   env: dict[str, str], exports: dict[str, str], notes: list[str]) -> dict[str, Any]:
+    """Per-rank node-local directories for the JIT caches that sit on a network filesystem (all of
+    them with ``all_caches``); returns the rank and cache facts for the result."""
+    from ..hostenv.caches import local_cache_dir, rank_key, resolve_caches
+    from ..probes.fs import inspect_path, read_mounts
 
     mounts = read_mounts(proc_root)["mounts"]
     if rank_var:
@@ -159,9 +183,7 @@ def build(*, dist_init_addr: str | None, engine: str, cache_root: str | None, ra
             if shared:
                 notes.append(f"{cache.variable}: {cache.path or '?'} is on {info.get('fstype') or info.get('error')}; "
                              "moved to a node-local per-rank directory")
-    result.update(exports=exports, notes=notes, errors=errors, rank_var=rvar or None, rank=rank,
-                  cache_root=root, caches=caches)
-    return result
+    return {"rank_var": rvar or None, "rank": rank, "cache_root": root, "caches": caches}
 
 
 @click.command("env")
