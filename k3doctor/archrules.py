@@ -454,9 +454,13 @@ def parse_rules(doc: Mapping[str, Any], path: str = "") -> RuleTable:
 @functools.lru_cache(maxsize=4)
 def load_rules(path: str | None = None) -> RuleTable:
     """Load (and cache) the rule table shipped in the package, or the one at ``path``."""
+    from .boundedio import BoundedReadError, read_text
+
     p = Path(path) if path else RULES_PATH
-    with p.open("rb") as fh:
-        doc = _toml.load(fh)
+    try:
+        doc = _toml.loads(read_text(p, kind="config"))
+    except BoundedReadError as exc:
+        raise RuleError(f"{exc.path}: {exc.reason}") from None
     return parse_rules(doc, str(p))
 
 

@@ -37,6 +37,10 @@ LIMITS: dict[str, int] = {
     "log": 4096 * _MIB,        # engine logs (streamed; see iter_chunks)
 }
 
+#: cap for a regular file whose size the kernel reports as 0 (procfs, sysfs): such files are small
+#: when they are what the user meant, and unbounded when they are not
+_PSEUDO_CAP = 16 * _MIB
+
 #: Wall-clock budget for one file (reading a config must never take longer than this).
 DEFAULT_TIMEOUT_S = 10.0
 
@@ -144,18 +148,23 @@ def read_bytes(path: str | os.PathLike[str], *, kind: str, cap: int | None = Non
     limit = LIMITS.get(kind, LIMITS["config"]) if cap is None else cap
     fd = open_fd(path, kind=kind, allow_stream=allow_stream)
     try:
-        size = os.fstat(fd).st_size
+        st = os.fstat(fd)
+        size = st.st_size
         if size > limit:
             raise BoundedReadError(path, f"is {_human(size)}, more than the {_human(limit)} cap for a {kind} file; "
                                          f"is this the right file?")
-        parts = list(iter_chunks(fd, path=path, kind=kind, cap=limit + 1, timeout=timeout))
+        if size == 0 and stat.S_ISREG(st.st_mode):
+            # procfs/sysfs files report 0 bytes and may produce any amount (/proc/self/pagemap)
+            limit = min(limit, _PSEUDO_CAP)
+        buf = bytearray()
+        for part in iter_chunks(fd, path=path, kind=kind, cap=limit + 1, timeout=timeout):
+            buf += part
     finally:
         os.close(fd)
-    data = b"".join(parts)
-    if len(data) > limit:
+    if len(buf) > limit:
         raise BoundedReadError(path, f"is more than the {_human(limit)} cap for a {kind} file "
                                      "(it kept producing data); is this the right file?")
-    return data
+    return bytes(buf)
 
 
 def read_text(path: str | os.PathLike[str], *, kind: str, cap: int | None = None,

@@ -1,4 +1,5 @@
-"""Reading k3doctor's own versioned JSON documents (snapshots, manifests) with one-line errors."""
+"""Reading k3doctor's own versioned JSON documents (snapshots, manifests) with one-line errors,
+through the bounded reader (:mod:`k3doctor.boundedio`): regular files only, capped, timed."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .boundedio import BoundedReadError, read_bytes
+
 __all__ = ["load_versioned_json"]
+
+#: the bounded reader's size cap for each document kind (manifests list one hash per shard)
+_BOUND_KIND = {"k3doctor.manifest": "manifest", "k3doctor.snapshot": "snapshot"}
 
 
 def load_versioned_json(path: str | Path, *, kind: str, schema_version: int, what: str, remedy: str,
@@ -19,13 +25,13 @@ def load_versioned_json(path: str | Path, *, kind: str, schema_version: int, wha
     """
     p = Path(path)
     try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise error(f"{p}: no such file; {remedy}") from None
-    except IsADirectoryError:
-        raise error(f"{p}: is a directory, expected a {what} JSON file") from None
-    except OSError as exc:
-        raise error(f"{p}: cannot read ({exc.strerror or exc})") from None
+        raw = read_bytes(p, kind=_BOUND_KIND.get(kind, "snapshot"))
+    except BoundedReadError as exc:
+        if exc.reason == "no such file":
+            raise error(f"{p}: no such file; {remedy}") from None
+        if exc.reason.startswith("is a directory"):
+            raise error(f"{p}: is a directory, expected a {what} JSON file") from None
+        raise error(f"{p}: {exc.reason}") from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -34,6 +40,8 @@ def load_versioned_json(path: str | Path, *, kind: str, schema_version: int, wha
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise error(f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); {remedy}") from None
+    except RecursionError:
+        raise error(f"{p}: not valid JSON (nested too deeply); {remedy}") from None
     if not isinstance(doc, dict) or doc.get("kind") != kind:
         raise error(f"{p}: not a k3doctor {what} (no \"kind\": \"{kind}\"); {remedy}")
     if doc.get("schema_version") != schema_version:

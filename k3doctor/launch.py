@@ -250,11 +250,13 @@ class LaunchSpec:
 
 def parse_env_file(path: str | Path) -> dict[str, str]:
     """Read shell assignment lines (``export A=b``, ``A="b c"``, comments); raise LaunchError."""
+    from .boundedio import BoundedReadError, read_text
+
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise LaunchError(f"--env-file {p}: cannot read ({exc.strerror or exc})") from None
+        text = read_text(p, kind="env", errors="replace")
+    except BoundedReadError as exc:
+        raise LaunchError(f"--env-file {p}: cannot read ({exc.reason})") from None
     env: dict[str, str] = {}
     for lineno, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
+from ..boundedio import BoundedReadError, read_bytes
 from .header import DTYPE_BITS, read_header
 
 __all__ = ["TensorRecord", "CheckpointError", "iter_tensors", "read_config", "list_shards", "INDEX_FILE"]
@@ -59,10 +60,8 @@ def read_config(model_dir: str | Path) -> dict[str, Any] | None:
     """``config.json`` as a dict, or None when absent or not a JSON object (never executes code)."""
     p = Path(model_dir) / "config.json"
     try:
-        with open(p, "rb") as f:
-            raw = f.read(16 << 20)
-        obj = json.loads(raw)
-    except (OSError, ValueError):
+        obj = json.loads(read_bytes(p, kind="config"))
+    except (BoundedReadError, ValueError, RecursionError):
         return None
     return obj if isinstance(obj, dict) else None
 

@@ -19,6 +19,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..boundedio import BoundedReadError, read_bytes
+
+#: a ``.metadata`` file is three short lines (commit, etag, timestamp)
+_LOCAL_METADATA_CAP = 4096
 __all__ = ["HEX64", "HEX40", "detect_layout", "recorded_hashes", "incomplete_parts", "repo_from_launch"]
 
 HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -43,8 +47,8 @@ def detect_layout(model_dir: str | Path) -> dict[str, Any]:
         out["layout"] = "hf_local_dir"
         for p in sorted(meta_dir.glob("*.metadata"))[:1]:
             try:
-                first = p.read_text(encoding="utf-8", errors="replace").split("\n", 1)[0].strip()
-            except OSError:
+                first = read_bytes(p, kind="metadata").decode("utf-8", "replace").split("\n", 1)[0].strip()
+            except BoundedReadError:
                 continue
             if HEX40.match(first):
                 out["revision"] = first
@@ -53,10 +57,9 @@ def detect_layout(model_dir: str | Path) -> dict[str, Any]:
 
 def _read_local_metadata(path: Path) -> tuple[str, str, float] | None:
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read(4096).splitlines()
+        lines = read_bytes(path, kind="metadata", cap=_LOCAL_METADATA_CAP).decode("utf-8", "replace").splitlines()
         return lines[0].strip(), lines[1].strip(), float(lines[2].strip())
-    except (OSError, IndexError, ValueError):
+    except (BoundedReadError, IndexError, ValueError):
         return None
 
 

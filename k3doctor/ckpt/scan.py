@@ -55,11 +55,13 @@ import json
 import os
 import random
 import re
+import stat
 import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from ..boundedio import BoundedReadError, read_bytes
 from ..memory.inventory import inventory_fact, merge_folded
 from . import layout as _layout
 from .hashing import HashJob, hash_files, sample_file
@@ -81,7 +83,12 @@ _CONFIG = "config.json"
 # config and index
 # ------------------------------------------------------------------------------------------
 def _read_json(path: Path, what: str, problems: list[dict]) -> tuple[bool, Any, int | None]:
-    """``(present, obj | None, size)``; problems for unreadable/invalid files."""
+    """``(present, obj | None, size)``; problems for unreadable/invalid files.
+
+    Read through :func:`k3doctor.boundedio.read_bytes` (regular files only, a size cap per kind, a
+    read deadline), so a FIFO, ``/dev/zero`` or ``/proc/kmsg`` in its place is a one-line problem,
+    never a hang or a multi-GB read.
+    """
     rel = path.name
     try:
         st = os.stat(path)
@@ -93,29 +100,35 @@ def _read_json(path: Path, what: str, problems: list[dict]) -> tuple[bool, Any, 
     except OSError as exc:
         problems.append(problem(f"{what}_unreadable", rel, error=exc.strerror or str(exc)))
         return True, None, None
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except IsADirectoryError:
+    if stat.S_ISDIR(st.st_mode):
         problems.append(problem(f"{what}_invalid", rel, error="is a directory"))
         return True, None, st.st_size
-    except OSError as exc:
-        problems.append(problem(f"{what}_unreadable", rel, error=exc.strerror or str(exc)))
+    try:
+        raw = read_bytes(path, kind=what)
+    except BoundedReadError as exc:
+        problems.append(problem(f"{what}_unreadable", rel, error=exc.reason))
+        return True, None, st.st_size if stat.S_ISREG(st.st_mode) else None
+    obj, err = _loads_object(raw)
+    if err is not None:
+        problems.append(problem(f"{what}_invalid", rel, error=err))
         return True, None, st.st_size
+    return True, obj, st.st_size
+
+
+def _loads_object(raw: bytes) -> tuple[Any, str | None]:
+    """``(dict, None)`` or ``(None, why)`` for JSON text that must be an object."""
     try:
         obj = json.loads(raw)
     except UnicodeDecodeError:
-        problems.append(problem(f"{what}_invalid", rel, error="not UTF-8 text"))
-        return True, None, st.st_size
+        return None, "not UTF-8 text"
+    except RecursionError:
+        return None, "nested too deeply"
     except ValueError as exc:
-        problems.append(problem(f"{what}_invalid", rel,
-                                error=f"{getattr(exc, 'msg', exc)} (line {getattr(exc, 'lineno', '?')}, "
-                                      f"column {getattr(exc, 'colno', '?')})"))
-        return True, None, st.st_size
+        return None, (f"{getattr(exc, 'msg', exc)} (line {getattr(exc, 'lineno', '?')}, "
+                      f"column {getattr(exc, 'colno', '?')})")
     if not isinstance(obj, dict):
-        problems.append(problem(f"{what}_invalid", rel, error=f"top level is a JSON {type(obj).__name__}, not an object"))
-        return True, None, st.st_size
-    return True, obj, st.st_size
+        return None, f"top level is a JSON {type(obj).__name__}, not an object"
+    return obj, None
 
 
 # ------------------------------------------------------------------------------------------

@@ -32,7 +32,9 @@ def _scan_one(path: str, file: str, exp: dict[str, Any]) -> tuple[dict, list[dic
     qstats: dict[str, Any] = {}
     names: list[str] | None = None
     part: tuple
-    if res.header is not None:
+    if res.text is not None:
+        names, qstats, part = _scan_large(res, exp)
+    elif res.header is not None:
         header = res.header
         header.pop("__metadata__", None)
         if not res.problems:  # a structurally broken header is reported as such, not as quant noise
@@ -67,6 +69,57 @@ def _inventory_part(res: HeaderResult, header: dict[str, Any], names: list[str])
             spans.append(nb)
     acc = fold_tensors(names, dtypes, spans)
     return [(k[0], k[1], a[0], a[1]) for k, a in acc.items()], sum(spans), None
+
+
+#: a shard whose tensors fold to more (name, dtype) rows than this has no memory inventory
+#: (a header of a million distinct tiny tensors is not a model to plan)
+_MAX_FOLDED = 50_000
+
+
+def _scan_large(res: HeaderResult, exp: dict[str, Any]) -> tuple[list[str], dict[str, Any], tuple]:
+    """A header above :data:`~.header.LARGE_HEADER`: validated, quant-checked and folded one
+    batch of entries at a time (:meth:`HeaderResult.batches`), so memory stays near the header's
+    own size. A quantised pair split across two batches is reported missing here and dropped by
+    the scan, which checks partners against every name."""
+    names: list[str] = []
+    qstats: dict[str, Any] = {"packed": 0, "fp8": 0, "blocks": 0, "expert_layers": {}}
+    layers: Counter[str] = Counter()
+    acc: dict[tuple[str, str], list[int]] | None = {}
+    total = 0
+    bad: str | None = None
+    qprobs: list[dict] = []
+    text = res.text or ""
+    # names that scan_quant looks at all contain one of these; without them it has nothing to say
+    quant_names = any(m in text for m in (".experts.", "_packed", "_blocks", "_scale_inv"))
+    del text
+    for batch in res.batches():
+        batch.pop("__metadata__", None)
+        start = len(res.problems)
+        names.extend(batch)
+        if start == 0 and quant_names:
+            probs, st = scan_quant(batch, res.file, exp)
+            qprobs.extend(probs)
+            for k in ("packed", "fp8", "blocks"):
+                qstats[k] += st.get(k, 0)
+            layers.update(st.get("expert_layers") or {})
+            qstats["num_experts_expected"] = st.get("num_experts_expected")
+        if acc is not None and bad is None:
+            try:
+                dts = [str(i["dtype"]) for i in batch.values()]
+                nbs = [int(i["data_offsets"][1]) - int(i["data_offsets"][0]) for i in batch.values()]
+            except (KeyError, TypeError, ValueError, IndexError):
+                bad = "bad_entry"
+                continue
+            fold_tensors(list(batch), dts, nbs, acc)
+            total += sum(nbs)
+            if len(acc) > _MAX_FOLDED:
+                acc, bad = None, "too_many_tensor_names"
+    qstats["expert_layers"] = dict(layers)
+    if not any(p["kind"] not in _QUANT_KINDS for p in res.problems):
+        res.problems.extend(qprobs)  # a structurally broken header is reported as such, not as quant noise
+    if acc is None or bad is not None:
+        return names, qstats, (None, 0, bad)
+    return names, qstats, ([(k[0], k[1], a[0], a[1]) for k, a in acc.items()], total, None)
 
 
 #: share of the shards this process parses itself while the helper does the rest (it also

@@ -15,7 +15,6 @@ import operator
 import os
 import pickle
 import re
-import struct
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -209,7 +208,7 @@ def read_config_any(path: str | os.PathLike[str]) -> dict[str, Any] | None:
                 cfg = None
         if cfg is None:
             cp = p / "config.json"
-            if not cp.is_file():
+            if not os.path.lexists(cp):
                 return None
             cfg = _json_file(cp)
         return _with_hf_quant(cfg, [p / "hf_quant_config.json"])
@@ -238,12 +237,16 @@ def _with_hf_quant(cfg: Any, candidates: list[Path]) -> Any:
 
 
 def _json_file(p: Path) -> dict[str, Any]:
+    from ..boundedio import BoundedReadError, read_text
+
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InventoryError(f"{p}: cannot read ({exc})") from None
+        doc = json.loads(read_text(p, kind="config"))
+    except BoundedReadError as exc:
+        raise InventoryError(f"{exc.path}: cannot read ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise InventoryError(f"{p}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise InventoryError(f"{p}: not valid JSON (nested too deeply)") from None
     if not isinstance(doc, dict):
         raise InventoryError(f"{p}: expected a JSON object")
     return doc
@@ -259,18 +262,16 @@ _EXPERT_ID = re.compile(rb"\.experts\.\d+\.")
 
 
 def _read_header(f: Path) -> bytes:
-    try:
-        with open(f, "rb") as fh:
-            raw = fh.read(8)
-            if len(raw) < 8:
-                raise InventoryError(f"{f}: shorter than a safetensors header; re-download the shard")
-            (n,) = struct.unpack("<Q", raw)
-            if n > 100_000_000:
-                raise InventoryError(f"{f}: header length {n} is implausible (LFS pointer or corrupt file?); "
-                                     "re-download the shard")
-            return fh.read(n)
-    except OSError as exc:
-        raise InventoryError(f"{f}: cannot read ({exc.strerror or exc})") from None
+    """The JSON header bytes of shard ``f`` through the checkpoint's one header reader
+    (:func:`k3doctor.ckpt.header.header_bytes`: regular files only, the safetensors size rules)."""
+    from ..ckpt.header import header_bytes
+
+    raw, prob = header_bytes(str(f), f.name)
+    if raw is None:
+        kind = prob["kind"] if prob else "unreadable"
+        raise InventoryError(f"{f}: unreadable safetensors header ({kind}); re-download the shard "
+                             f"(`k3doctor check --model {f.parent}` says what is wrong)")
+    return raw
 
 
 def _aggregate_files(files: list[Path]) -> tuple[dict[bytes, list[int]], Folded, dict[str, int]]:
@@ -284,10 +285,12 @@ def _aggregate_files(files: list[Path]) -> tuple[dict[bytes, list[int]], Folded,
         # fold expert ids in C first (one key per layer and expert tensor), then scan once
         folded = _EXPERT_ID.sub(b".experts.{E}.", raw) if b".experts." in raw else raw
         ents = _HDR_ENTRY.findall(folded)
-        if len(ents) != raw.count(b'"data_offsets"') or b"\\" in raw:
+        if not ents or len(ents) != raw.count(b'"data_offsets"') or b"\\" in raw:
             try:
                 hdr = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                if not isinstance(hdr, dict):
+                    raise ValueError("not an object")
+            except (ValueError, RecursionError):
                 raise InventoryError(f"{f}: header is not valid JSON; re-download the shard") from None
             names, dtypes, sizes = [], [], []
             for name, meta in hdr.items():

@@ -39,9 +39,13 @@ def _cached_snapshot(repo: str, launch_env: Any = None) -> str | None:
 
 
 def _snapshot_of(root: Path) -> str | None:
+    from ..boundedio import BoundedReadError, read_bytes
+
     try:
-        commit = (root / "refs" / "main").read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+        commit = read_bytes(root / "refs" / "main", kind="metadata", cap=4096).decode("utf-8").strip()
+    except (BoundedReadError, UnicodeDecodeError):
+        return None
+    if not commit or "/" in commit or commit in (".", ".."):
         return None
     snap = root / "snapshots" / commit
     return str(snap) if commit and snap.is_dir() else None
