@@ -102,19 +102,25 @@ def open_fd(path: str | os.PathLike[str], *, kind: str, allow_stream: bool = Fal
 
 
 def iter_chunks(fd: int, *, path: str | os.PathLike[str], kind: str, cap: int | None = None,
-                timeout: float | None = DEFAULT_TIMEOUT_S, block: int = _BLOCK) -> Iterator[bytes]:
+                timeout: float | None = DEFAULT_TIMEOUT_S, block: int = _BLOCK,
+                idle_timeout: float | None = None) -> Iterator[bytes]:
     """Yield blocks read from ``fd`` until EOF, the byte ``cap`` or the deadline.
 
     Stopping at the cap is silent here (the caller compares the bytes it got with ``cap`` to say
     what was skipped); passing the deadline raises :class:`BoundedReadError`. A non-blocking fd that
     has no data waits in ``select`` for what is left of the deadline, so ``/proc/kmsg`` or an idle
     FIFO cannot hang the run. ``timeout=None`` waits without a deadline (stdin from a pipe).
+    ``idle_timeout`` bounds each wait for data instead (a stream that stops producing for that long
+    raises), also on a blocking fd: the wait is a ``select`` before the read.
     """
     limit = LIMITS.get(kind, LIMITS["config"]) if cap is None else cap
     deadline = None if timeout is None else time.monotonic() + timeout
     got = 0
     while got < limit:
         want = min(block, limit - got)
+        if idle_timeout is not None and not _readable_within(fd, idle_timeout):
+            raise BoundedReadError(path, f"no data for {idle_timeout:g} s (a stream that never ends?); "
+                                         f"give a regular {kind} file")
         try:
             b = os.read(fd, want)
         except BlockingIOError:
@@ -122,7 +128,8 @@ def iter_chunks(fd: int, *, path: str | os.PathLike[str], kind: str, cap: int | 
             if left is not None and left <= 0:
                 raise BoundedReadError(path, f"no data within {timeout:g} s (a stream that never ends or a hung "
                                              f"mount?); give a regular {kind} file") from None
-            select.select([fd], [], [], left)
+            if idle_timeout is None:
+                select.select([fd], [], [], left)
             continue
         except InterruptedError:
             continue
@@ -135,6 +142,15 @@ def iter_chunks(fd: int, *, path: str | os.PathLike[str], kind: str, cap: int | 
         if deadline is not None and time.monotonic() > deadline:
             raise BoundedReadError(path, f"reading took longer than {timeout:g} s; give a regular {kind} file "
                                          "on a local disk")
+
+
+def _readable_within(fd: int, seconds: float) -> bool:
+    """True when ``fd`` has data (or EOF, or an error) to read within ``seconds``."""
+    try:
+        ready, _, _ = select.select([fd], [], [], seconds)
+    except (OSError, ValueError):
+        return True  # let the read itself report the error
+    return bool(ready)
 
 
 def read_bytes(path: str | os.PathLike[str], *, kind: str, cap: int | None = None,

@@ -110,35 +110,32 @@ def _explain_signature(sid: str, fmt: str) -> int:
 _PASTE_LIMIT = 1 << 20  # stdin up to this size is pasted text (every line examined)
 
 
-class _Prefixed:
-    """A binary stream that yields ``head`` first, then the rest of ``rest``."""
-
-    def __init__(self, head: bytes, rest: Any) -> None:
-        self._head, self._rest = head, rest
-
-    def read(self, n: int = -1) -> bytes:
-        if self._head:
-            out, self._head = self._head, b""
-            return out
-        return self._rest.read(n)
-
-
 def _explain_stdin() -> Any:
-    """Small stdin is treated like pasted text; a large one is streamed like a log file."""
-    from k3doctor.explain import Scanner
-    from k3doctor.explain.scan import _Aggregator
-
-    stream = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
-    if stream is None:  # pragma: no cover - text-only stdin replacement
-        return Scanner().explain_bytes(sys.stdin.read().encode(), "<stdin>", prefilter=False)
-    head = stream.read(_PASTE_LIMIT)
-    if len(head) < _PASTE_LIMIT:
-        return Scanner().explain_bytes(head, "<stdin>", prefilter=False)
+    """Small stdin is treated like pasted text; a large one is streamed like a log file (capped)."""
     import time
 
-    scanner, agg, t0 = Scanner(), _Aggregator(), time.perf_counter()
-    scanner.scan_stream(_Prefixed(head, stream), "<stdin>", agg, 0, prefilter=True)  # type: ignore[arg-type]
-    return agg.report(["<stdin>"], time.perf_counter() - t0)
+    from k3doctor.explain import Scanner
+    from k3doctor.explain import source
+    from k3doctor.explain.scan import _Aggregator
+
+    agg = _Aggregator()
+    chunks = source.stdin_chunks(agg.notes)
+    head: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        if chunk is None:
+            break
+        head.append(chunk)
+        size += len(chunk)
+        if size >= _PASTE_LIMIT:
+            break
+    else:
+        return Scanner().explain_bytes(b"".join(head), "<stdin>", prefilter=False)
+    import itertools
+
+    scanner, t0 = Scanner(), time.perf_counter()
+    scanner.scan_chunks(itertools.chain(head, chunks), "<stdin>", agg, 0, prefilter=True)
+    return agg.report(["<stdin>"], time.perf_counter() - t0, scanner.fallback)
 
 
 #: Logs larger than this get a progress bar on an interactive stderr (about a second of scanning).
@@ -150,7 +147,7 @@ def _scan_with_progress(explain_paths: Any, paths: list[str]) -> Any:
     import os
     import sys
 
-    total = sum(os.path.getsize(p) for p in paths if p != "-")
+    total = sum(os.path.getsize(p) for p in paths if p != "-" and os.path.isfile(p))
     if total < PROGRESS_MIN_BYTES or "-" in paths or not sys.stderr.isatty():
         return explain_paths(paths)
     from ..ckpt.progress import rich_progress
@@ -161,7 +158,10 @@ def _scan_with_progress(explain_paths: Any, paths: list[str]) -> Any:
 
 def _output(report: Any, fmt: str, limit: int) -> int:
     from k3doctor.explain.render import report_json, report_rich, report_text
+    from k3doctor.termsafe import sanitize
 
+    for note in report.notes:
+        click.echo(f"note: {sanitize(note)}", err=True)
     if fmt == "json":
         click.echo(report_json(report, None if limit == 0 else limit))
     elif fmt == "rich" or (fmt == "auto" and _is_tty()):
@@ -169,6 +169,17 @@ def _output(report: Any, fmt: str, limit: int) -> int:
     else:
         report_text(report, click.echo, limit)
     return 0 if report.recognised else 1
+
+
+def _read_or_fail(read: Any) -> Any:
+    """``read()``, with an input that cannot be read turned into a one-line usage error (exit 2)."""
+    from k3doctor.boundedio import BoundedReadError
+    from k3doctor.termsafe import sanitize
+
+    try:
+        return read()
+    except BoundedReadError as exc:
+        raise click.UsageError(sanitize(str(exc))) from None
 
 
 @click.command(
@@ -207,15 +218,10 @@ def command(ctx: click.Context, args: tuple[str, ...], logs: tuple[str, ...], li
             list_text(checks, load_kb(), click.echo)
         ctx.exit(0)
     if logs:
-        import os
-
-        paths = list(logs) + list(args)
-        missing = [p for p in paths if p != "-" and not os.path.isfile(p)]
-        if missing:
-            raise click.UsageError(f"not a readable file: {', '.join(missing)}")
         from k3doctor.explain import explain_paths
 
-        ctx.exit(_output(_scan_with_progress(explain_paths, paths), fmt, limit))
+        paths = list(logs) + list(args)
+        ctx.exit(_output(_read_or_fail(lambda: _scan_with_progress(explain_paths, paths)), fmt, limit))
     if not args:
         raise click.UsageError("give error TEXT, '-' to read stdin, --log FILE..., a check CODE, or --list")
     if len(args) == 1 and _CODE_LIKE.match(args[0]):
@@ -223,7 +229,7 @@ def command(ctx: click.Context, args: tuple[str, ...], logs: tuple[str, ...], li
     if len(args) == 1 and _ID_LIKE.match(args[0]):
         ctx.exit(_explain_signature(args[0], fmt))
     if args == ("-",):
-        ctx.exit(_output(_explain_stdin(), fmt, limit))
+        ctx.exit(_output(_read_or_fail(_explain_stdin), fmt, limit))
     from k3doctor.explain import explain_text
 
     ctx.exit(_output(explain_text(" ".join(args) if len(args) > 1 else args[0]), fmt, limit))

@@ -1,6 +1,9 @@
 """Output for ``k3doctor explain``: rich (TTY), plain text, and JSON (schema_version 1).
 
-rich is imported inside the functions that print with it, never at module import.
+rich is imported inside the functions that print with it, never at module import. Text from the
+input (excerpts, evidence, file names, extracted values) passes through
+:func:`k3doctor.termsafe.sanitize` in the text and rich formats, so no control sequence from a log
+reaches the terminal; the JSON text has its C1 controls escaped too (:func:`~k3doctor.termsafe.json_safe`).
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable, Iterable, Mapping
 
+from ..termsafe import json_safe, sanitize
 from .scan import Match, Report
 
 __all__ = ["SCHEMA_VERSION", "report_json", "report_text", "report_rich", "code_markdown",
@@ -30,7 +34,9 @@ def report_json(report: Report, limit: int | None = None) -> str:
         "check_command": _select(report.related_checks()),
         "matches": [m.to_dict() for m in matches],
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False)
+    if report.notes:  # only when a cap skipped something (schema 1 readers ignore it)
+        doc["notes"] = list(report.notes)
+    return json_safe(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
 def _summary(report: Report) -> str:
@@ -80,7 +86,7 @@ def _blocks(report: Report, limit: int) -> list[tuple[str, str]]:
     if cmd:
         lines.append(("", ""))
         lines.append(("bold cyan", f"Before the next launch: {cmd}"))
-    return lines
+    return [(style, sanitize(text)) for style, text in lines]
 
 
 def report_text(report: Report, echo: Callable[[str], None], limit: int = 10) -> None:

@@ -13,8 +13,8 @@ aggregates (count, first few locations, one excerpt). Repeats collapse into one 
 
 from __future__ import annotations
 
+import os
 import re
-import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -60,7 +60,7 @@ ANCHORS: tuple[str, ...] = (
 )
 
 BLOCK = 4 << 20          # bytes read per block
-MAX_LINE = 1 << 20       # a "line" longer than this is cut (binary junk, no newlines)
+MAX_LINE = 1 << 20       # bytes of one line scanned; the rest of a longer line is skipped
 LINE_CAP = 16 << 10      # characters of one line handed to stage 2
 CONTEXT_BYTES = 16 << 10  # how far back a signature's ``context`` regex may look
 MAX_LOCATIONS = 5        # first locations kept per match
@@ -170,6 +170,7 @@ class Report:
     lines_scanned: int = 0
     candidate_lines: int = 0
     elapsed_s: float = 0.0
+    notes: list[str] = field(default_factory=list)   # what the caps skipped, one line each
 
     @property
     def recognised(self) -> bool:
@@ -300,29 +301,55 @@ class Scanner:
 
     def scan_stream(self, stream: BinaryIO, name: str, agg: "_Aggregator",
                     file_index: int = 0, prefilter: bool = True) -> None:
+        """Scan a binary stream (``.read(n)``), block by block."""
+        self.scan_chunks(iter(lambda: stream.read(BLOCK), b""), name, agg, file_index, prefilter)
+
+    def scan_chunks(self, chunks: Iterable[bytes | None], name: str, agg: "_Aggregator",
+                    file_index: int = 0, prefilter: bool = True) -> None:
+        """Scan byte blocks; ``None`` marks skipped bytes (a fresh line starts after it).
+
+        A line longer than :data:`MAX_LINE` is scanned for its first :data:`MAX_LINE` bytes and the
+        rest of it is skipped, so memory stays at one block plus one capped line."""
         carry = b""
         tail = b""  # the end of the previous block: context for the next block's first lines
         self._owed = 0
         line_base = 1
-        while True:
-            chunk = stream.read(BLOCK)
+        skipping = False  # inside the rest of a cut line, or the partial line after a skip
+        for chunk in chunks:
+            if chunk is None:
+                if carry:
+                    line_base = self._scan_block(carry, name, file_index, line_base, agg, prefilter, tail)
+                carry, tail, self._owed, skipping = b"", b"", 0, True
+                continue
             agg.bytes += len(chunk)
             if agg.progress is not None:
                 agg.progress(agg.bytes)
-            if not chunk:
-                if carry:
-                    self._scan_block(carry, name, file_index, line_base, agg, prefilter, tail)
-                break
+            if skipping:
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    agg.cut_bytes += len(chunk)
+                    continue
+                agg.cut_bytes += nl + 1
+                chunk, skipping = chunk[nl + 1:], False
+                if not chunk:
+                    continue
             buf = carry + chunk if carry else chunk
             cut = buf.rfind(b"\n")
             if cut < 0:
-                if len(buf) < MAX_LINE:
+                if len(buf) <= MAX_LINE:
                     carry = buf
                     continue
-                cut = len(buf) - 1  # force a cut in pathological input
+                # an over-long line: its head is scanned, the rest skipped up to the next newline
+                agg.cut_lines += 1
+                agg.cut_bytes += len(buf) - MAX_LINE
+                line_base = self._scan_block(buf[:MAX_LINE], name, file_index, line_base, agg, prefilter, tail)
+                carry, tail, self._owed, skipping = b"", b"", 0, True
+                continue
             block, carry = buf[: cut + 1], buf[cut + 1:]
             line_base = self._scan_block(block, name, file_index, line_base, agg, prefilter, tail)
             tail = block[-CONTEXT_BYTES:]
+        if carry:
+            self._scan_block(carry, name, file_index, line_base, agg, prefilter, tail)
 
     def _scan_block(self, buf: bytes, name: str, file_index: int, line_base: int,
                     agg: "_Aggregator", prefilter: bool, tail: bytes = b"") -> int:
@@ -365,18 +392,27 @@ class Scanner:
 
     def explain_files(self, paths: Iterable[str], prefilter: bool = True,
                       progress: Callable[[int], None] | None = None) -> Report:
-        """Scan log files; ``progress(bytes_read_so_far)`` is called after every block."""
+        """Scan log files (``-``: stdin) under the caps of :mod:`.source`;
+        ``progress(bytes_read_so_far)`` is called after every block. A file that cannot be read
+        raises :class:`~k3doctor.boundedio.BoundedReadError` (one line, names the file)."""
+        from . import source
+
         t0 = time.perf_counter()
         agg = _Aggregator()
         agg.progress = progress
         names = []
         for i, p in enumerate(paths):
-            names.append(p)
             if p == "-":
-                self.scan_stream(sys.stdin.buffer, "<stdin>", agg, i, prefilter)
+                names.append(p)
+                self.scan_chunks(source.stdin_chunks(agg.notes),
+                                 "<stdin>", agg, i, prefilter)
                 continue
-            with open(p, "rb", buffering=0) as f:
-                self.scan_stream(f, p, agg, i, prefilter)
+            fd = source.open_log(p)
+            names.append(p)
+            try:
+                self.scan_chunks(source.log_chunks(fd, p, agg.notes), p, agg, i, prefilter)
+            finally:
+                os.close(fd)
         return agg.report(names, time.perf_counter() - t0, self.fallback)
 
 
@@ -391,6 +427,9 @@ class _Aggregator:
         # error lines no signature matched, for the fallback: (source, line, text)
         self.unexplained: list[tuple[str, int, str]] = []
         self.last_exception: tuple[str, int, str] | None = None
+        self.notes: list[str] = []   # what was skipped, one line each (source caps)
+        self.cut_lines = 0           # lines longer than MAX_LINE (their rest not scanned)
+        self.cut_bytes = 0           # bytes of those lines, and of partial lines after a skip
 
     def observe(self, model: FallbackModel, text: str, name: str, line: int) -> None:
         """Remember an unmatched line when it is an error line (bounded)."""
@@ -458,9 +497,13 @@ class _Aggregator:
         matches = sorted(found, key=Match.sort_key)
         if fb is not None:  # ahead of symptoms and benign lines, behind nothing else
             matches.insert(0, fb)
+        notes = list(self.notes)
+        if self.cut_lines:
+            notes.append(f"{self.cut_lines:,} line(s) longer than {MAX_LINE >> 20} MiB: only their first "
+                         f"{MAX_LINE >> 20} MiB was scanned ({self.cut_bytes:,} bytes skipped)")
         return Report(matches=matches, sources=sources, bytes_scanned=self.bytes,
                       lines_scanned=self.lines, candidate_lines=self.candidates,
-                      elapsed_s=elapsed)
+                      elapsed_s=elapsed, notes=notes)
 
 
 _DEFAULT: Scanner | None = None

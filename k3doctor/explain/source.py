@@ -1,0 +1,190 @@
+"""Where ``explain`` reads from: log files and stdin, as bounded streams of byte blocks.
+
+Every input goes through :mod:`k3doctor.boundedio` (file type checked before reading, reads under
+caps). What one input may cost is fixed here:
+
+* a regular log file is scanned whole up to :data:`FILE_CAP`; a larger one is scanned as its head
+  and its last :data:`FILE_TAIL` bytes, and the middle is named as skipped;
+* a stream (stdin from a pipe or a device, a FIFO, a ``/proc``-style file whose size reads 0) is
+  scanned for its first :data:`STREAM_HEAD` bytes; reading goes on, keeping only the last
+  :data:`STREAM_TAIL` bytes, until the stream ends or :data:`STREAM_READ_MAX` bytes were read,
+  and that tail is scanned too. So ``/dev/zero`` and ``/dev/urandom`` end, in seconds;
+* a stream that is silent for :data:`IDLE_TIMEOUT_S` ends the read with an error, except a pipe
+  or terminal on stdin, which is the user's own producer;
+* kernel interface files (``/proc``, ``/sys``) are refused: ``/proc/kmsg`` would block and drain
+  the kernel log, ``/proc/self/pagemap`` never ends.
+
+:func:`log_chunks` yields ``bytes`` blocks and ``None`` where bytes were skipped; the scanner
+starts a fresh line after a ``None``. What was skipped is appended to ``notes`` as one line each.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import sys
+from collections import deque
+from collections.abc import Iterator
+
+from ..boundedio import LIMITS, BoundedReadError, iter_chunks, open_fd
+
+__all__ = ["BLOCK", "FILE_CAP", "FILE_TAIL", "STREAM_HEAD", "STREAM_TAIL", "STREAM_READ_MAX",
+           "IDLE_TIMEOUT_S", "BoundedReadError", "open_log", "stdin_chunks", "log_chunks", "human"]
+
+_MIB = 1 << 20
+BLOCK = 4 * _MIB                 # bytes per block handed to the scanner
+FILE_CAP = LIMITS["log"]         # bytes of one regular file scanned in full
+FILE_TAIL = 256 * _MIB           # of a larger file: its last bytes, after the head
+STREAM_HEAD = 64 * _MIB          # bytes of a stream scanned from its start
+STREAM_TAIL = 16 * _MIB          # and from its end (kept in memory while reading on)
+STREAM_READ_MAX = 512 * _MIB     # a stream is not read past this
+IDLE_TIMEOUT_S = 5.0             # a file-like stream silent this long ends with an error
+
+_KERNEL_DIRS = ("/proc", "/sys")
+
+
+def human(n: int) -> str:
+    """``n`` bytes as ``'12.3 MiB'`` (or ``'512 bytes'``)."""
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):.1f} GiB"
+    return f"{n / _MIB:.1f} MiB" if n >= _MIB else f"{n} bytes"
+
+
+def _is_kernel_file(real: str) -> bool:
+    return any(real == d or real.startswith(d + "/") for d in _KERNEL_DIRS)
+
+
+def open_log(path: str) -> int:
+    """A read-only fd for the log ``path``, or :class:`BoundedReadError` (one line, names the file).
+
+    Regular files, FIFOs and character devices are accepted; directories, sockets, block devices
+    and kernel interface files are refused before anything is read.
+    """
+    if _is_kernel_file(os.path.realpath(path)):
+        raise BoundedReadError(path, "is a kernel interface file, not a log; save it to a file first "
+                                     "(e.g. dmesg > kernel.log) and pass that")
+    return open_fd(path, kind="log", allow_stream=True)
+
+
+def _stdin_fd(fd: int) -> int:
+    """``fd`` (stdin's) when it can be read, else :class:`BoundedReadError` saying how to give input."""
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        why = "closed" if exc.errno == errno.EBADF else f"not usable ({exc.strerror})"
+        raise BoundedReadError("<stdin>", f"standard input is {why}; pipe the error text in "
+                                          "(... | k3doctor explain -) or pass --log FILE") from None
+    try:
+        real = os.path.realpath(f"/proc/self/fd/{fd}")
+    except OSError:
+        real = ""
+    if _is_kernel_file(real):
+        raise BoundedReadError("<stdin>", f"standard input is {real}, a kernel interface file, not a log; "
+                                          "save it to a file first (e.g. dmesg > kernel.log)")
+    if stat.S_ISDIR(mode):
+        raise BoundedReadError("<stdin>", "standard input is a directory; redirect a log file into it "
+                                          "or pass --log FILE")
+    return fd
+
+
+def stdin_chunks(notes: list[str]) -> Iterator[bytes | None]:
+    """:func:`log_chunks` for standard input; an in-memory ``sys.stdin`` (tests, embedding) is read
+    through its ``read`` under the same stream caps."""
+    stream = sys.stdin
+    if stream is None or getattr(stream, "closed", False):
+        _stdin_fd(-1)  # raises the "closed" error
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = -1
+    if fd >= 0:
+        yield from log_chunks(_stdin_fd(fd), "<stdin>", notes, is_stdin=True)
+        return
+    buffer = getattr(stream, "buffer", None)
+
+    def reads() -> Iterator[bytes]:
+        got = 0
+        while got < STREAM_READ_MAX:
+            try:
+                b = buffer.read(BLOCK) if buffer is not None else stream.read(BLOCK).encode("utf-8", "replace")
+            except (OSError, ValueError) as exc:
+                raise BoundedReadError("<stdin>", f"standard input cannot be read ({exc})") from None
+            if not b:
+                return
+            got += len(b)
+            yield b
+
+    yield from _stream_chunks(reads(), "<stdin>", notes)
+
+
+def _sized_file(fd: int) -> int | None:
+    """The size of a seekable regular file with a size, else None (a stream)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size <= 0:
+        return None
+    try:
+        os.lseek(fd, 0, os.SEEK_CUR)
+    except OSError:
+        return None
+    return st.st_size
+
+
+def log_chunks(fd: int, name: str, notes: list[str], *, is_stdin: bool = False) -> Iterator[bytes | None]:
+    """The bytes to scan from ``fd``, in blocks; ``None`` marks a skip (see the module doc)."""
+    size = _sized_file(fd)
+    if size is not None:
+        yield from _file_chunks(fd, name, size, notes)
+        return
+    mode = os.fstat(fd).st_mode
+    user_stream = is_stdin and (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd))
+    idle = None if user_stream else IDLE_TIMEOUT_S
+    yield from _stream_chunks(iter_chunks(fd, path=name, kind="log", cap=STREAM_READ_MAX, timeout=None,
+                                          block=BLOCK, idle_timeout=idle), name, notes)
+
+
+def _file_chunks(fd: int, name: str, size: int, notes: list[str]) -> Iterator[bytes | None]:
+    start = os.lseek(fd, 0, os.SEEK_CUR)
+    size -= start
+    if size <= FILE_CAP:
+        yield from iter_chunks(fd, path=name, kind="log", cap=size, timeout=None, block=BLOCK)
+        return
+    head = FILE_CAP - FILE_TAIL
+    yield from iter_chunks(fd, path=name, kind="log", cap=head, timeout=None, block=BLOCK)
+    os.lseek(fd, start + size - FILE_TAIL, os.SEEK_SET)
+    notes.append(f"{name}: {human(size)} is more than the {human(FILE_CAP)} scanned per file; scanned the "
+                 f"first {human(head)} and the last {human(FILE_TAIL)}, skipped bytes {head:,}-"
+                 f"{size - FILE_TAIL:,} (line numbers after the skip count from there)")
+    yield None
+    yield from iter_chunks(fd, path=name, kind="log", cap=FILE_TAIL, timeout=None, block=BLOCK)
+
+
+def _stream_chunks(chunks: Iterator[bytes], name: str, notes: list[str]) -> Iterator[bytes | None]:
+    got = 0
+    for chunk in chunks:
+        got += len(chunk)
+        yield chunk
+        if got >= STREAM_HEAD:
+            break
+    else:
+        return
+    tail: deque[bytes] = deque()
+    kept = 0
+    for chunk in chunks:
+        got += len(chunk)
+        tail.append(chunk)
+        kept += len(chunk)
+        while kept - len(tail[0]) >= STREAM_TAIL:
+            kept -= len(tail.popleft())
+    if not tail:
+        return
+    skipped = got - STREAM_HEAD - kept
+    ended = "it kept producing data, so reading stopped there" if got >= STREAM_READ_MAX else "then it ended"
+    if skipped > 0:
+        notes.append(f"{name}: a stream of {human(got)} read ({ended}); scanned the first {human(STREAM_HEAD)} "
+                     f"and the last {human(kept)}, skipped {human(skipped)} between them "
+                     f"(line numbers after the skip count from there)")
+        yield None
+    elif got >= STREAM_READ_MAX:
+        notes.append(f"{name}: a stream of {human(got)} read ({ended}); all of it was scanned")
+    yield from tail

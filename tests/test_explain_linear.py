@@ -1,0 +1,98 @@
+"""The explain engine is linear-time: no signature backtracks on long keyword + filler lines.
+
+Every signature's literal keywords are followed by 100k characters of filler of several classes
+(spaces, letters, digits, punctuation, a mix, repeated keyword fragments, repeated example
+prefixes), which is what makes a backtracking regex explode. Each line goes through the same path
+as pasted text (the scanner caps the line it hands to the regexes), under a time budget.
+"""
+
+from __future__ import annotations
+
+import time
+
+try:
+    import re._constants as sre_c
+    import re._parser as sre_p
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as sre_c  # type: ignore[no-redef]
+    import sre_parse as sre_p  # type: ignore[no-redef]
+
+import pytest
+
+from k3doctor.explain import load_kb
+from k3doctor.explain.scan import Scanner
+
+FILLER = 100_000
+#: seconds for all the filler lines of one signature (a quadratic pattern took 5-9 s per line)
+BUDGET_PER_SIGNATURE = 3.0
+
+
+def _fillers(sig) -> dict[str, str]:
+    units = {"spaces": " ", "letters": "a", "digits": "1", "punct": ":", "mixed": "ab 1:/.(",
+             "brackets": "[(a", "slashes": "a/", "words": "x_y."}
+    for i, kw in enumerate(sig.keywords[:3]):
+        units[f"kw{i}-frag"] = kw[: max(1, len(kw) // 2)]
+    for i, ex in enumerate(sig.examples[:2]):
+        first = ex.splitlines()[0] if ex.strip() else ex
+        units[f"ex{i}-prefix"] = first[: max(3, len(first) // 2)]
+    return {name: (u * (FILLER // len(u) + 1))[:FILLER] for name, u in units.items() if u}
+
+
+@pytest.fixture(scope="module")
+def scanner() -> Scanner:
+    return Scanner()
+
+
+@pytest.mark.parametrize("sig", load_kb(), ids=lambda s: s.id)
+def test_keyword_plus_filler_lines_stay_within_budget(scanner: Scanner, sig) -> None:
+    head = " ".join(sig.keywords)
+    t0 = time.perf_counter()
+    slowest = (0.0, "")
+    for name, filler in _fillers(sig).items():
+        t = time.perf_counter()
+        scanner.explain_bytes((head + filler).encode(), prefilter=False)
+        slowest = max(slowest, (time.perf_counter() - t, name))
+    total = time.perf_counter() - t0
+    assert total < BUDGET_PER_SIGNATURE, f"{sig.id}: {total:.2f} s (slowest filler {slowest[1]}: {slowest[0]:.2f} s)"
+
+
+def _repeats(pattern: str) -> list[tuple[int, bool]]:
+    """(nesting depth, unbounded) for every repeat in ``pattern``."""
+    out: list[tuple[int, bool]] = []
+
+    def walk(items, depth: int) -> None:
+        for op, av in items:
+            if op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT):
+                lo, hi, sub = av
+                # an optional group (?:...)? runs at most once; a body that starts with a literal
+                # separator (``(?:\.\d+)*``) cannot split one run two ways: neither nests
+                body = list(sub)
+                separated = bool(body) and body[0][0] == sre_c.LITERAL
+                counts = hi != 1 and not separated
+                out.append((depth, hi == sre_c.MAXREPEAT))
+                walk(sub, depth + 1 if counts else depth)
+            elif op == sre_c.SUBPATTERN:
+                walk(av[-1], depth)
+            elif op == sre_c.BRANCH:
+                for b in av[1]:
+                    walk(b, depth)
+            elif op in (sre_c.ASSERT, sre_c.ASSERT_NOT):
+                walk(av[1], depth)
+
+    walk(sre_p.parse(pattern), 0)
+    return out
+
+
+def test_no_nested_unbounded_quantifiers() -> None:
+    bad = []
+    for sig in load_kb():
+        for p in list(sig.patterns) + list(sig.extract.values()) + ([sig.context] if sig.context else []):
+            reps = _repeats(p)
+            if any(unbounded and depth > 0 for depth, unbounded in reps):
+                bad.append(f"{sig.id}: {p}")
+    assert not bad, "nested unbounded quantifiers:\n" + "\n".join(bad)
+
+
+def test_the_check_above_would_catch_a_nested_quantifier() -> None:
+    assert any(d > 0 and u for d, u in _repeats(r"(?:\w+\s?)+x"))
+    assert not any(d > 0 and u for d, u in _repeats(r"(?: \([^)]{0,200}\))?\d+"))
