@@ -297,12 +297,16 @@ def emit_report(report: Any, fmt: str, output: str | None, verbose: bool) -> Non
     color = color_enabled(out) if fmt == "rich" and not output else False
     buf = io.StringIO()
     reporter.render(report, buf, color=color, verbose=verbose)
+    text = buf.getvalue()
+    if not color:  # text from input (log lines, flags, paths) must not act on a terminal or a viewer
+        from ..termsafe import sanitize
+
+        text = sanitize(text)
     if not output:
-        text = buf.getvalue()
         out.write(text if color else "\n".join(line.rstrip() for line in text.split("\n")))
         return
     from .options import write_text_output
 
     c = report.counts()
-    write_text_output(buf.getvalue(), output, f"{fmt} report ({c['error']} errors, {c['warning']} warnings; "
+    write_text_output(text, output, f"{fmt} report ({c['error']} errors, {c['warning']} warnings; "
                                               f"exit {report.exit_code})")

@@ -65,6 +65,10 @@ def make_console(stream: IO[str], color: bool):  # type: ignore[no-untyped-def]
 def _print(console: Any, line: str, style: str = "", spans: tuple[tuple[int, int, str], ...] = ()) -> None:
     from rich.text import Text
 
+    from ..termsafe import has_control, sanitize
+
+    if has_control(line):  # input text (a flag, a path, a log line): shown, never executed by the terminal
+        line = sanitize(line)
     text = Text(line, style=style)
     for start, end, span_style in spans:
         text.stylize(span_style, start, end)

@@ -1,0 +1,46 @@
+"""No control sequence from input reaches the terminal or a report file, in any check format."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from k3doctor.cli import main
+
+#: OSC 52 (clipboard write), OSC 0 (title), OSC 8 (link), DCS, CSI colour, a bare C1 CSI, BEL
+EVIL = "\x1b]52;c;ZXZpbA==\x07\x1b]0;pwned\x07\x1b]8;;http://x\x1b\\\x1bPq#0\x1b\\\x1b[31m\x9b2J\x07"
+
+
+@pytest.mark.parametrize("fmt", ["rich", "markdown", "github", "junit", "sarif", "gitlab", "json"])
+def test_no_control_bytes_from_a_hostile_launch_in_any_format(fmt: str) -> None:
+    launch = ["vllm", "serve", f"model{EVIL}", f"--no-such-flag{EVIL}", "1", "--tensor-parallel-size", "8"]
+    result = CliRunner().invoke(main, ["check", "--target", "h200-141g", "--format", fmt, "--", *launch])
+    assert result.exit_code in (0, 1), result.output
+    out = result.output
+    bad = [c for c in out if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f]
+    assert bad == [], (fmt, [hex(ord(c)) for c in bad][:10])
+    if fmt in ("json", "sarif", "gitlab"):
+        json.loads(out)  # still valid JSON, the input kept (escaped) in it
+
+
+def test_colour_output_keeps_only_its_own_styling() -> None:
+    """On a TTY the rich reporter colours its output; input text still cannot add a sequence."""
+    import io
+    import re
+
+    from k3doctor.model import CheckResult, Finding, Severity, Status
+    from k3doctor.reporters.text import RichReporter
+    from k3doctor.runner import Report
+
+    f = Finding(code="CMD002", severity=Severity.WARNING, message=f"unknown flag{EVIL}", subject=f"flag={EVIL}",
+                evidence={}, fix=f"remove it{EVIL}")
+    report = Report(results=[CheckResult(code="CMD002", title="t", status=Status.FAIL, findings=(f,))],
+                    duration_s=0.0, source="test")
+    buf = io.StringIO()
+    RichReporter().render(report, buf, color=True)
+    out = re.sub(r"\x1b\[[0-9;]*m", "", buf.getvalue())  # the reporter's own SGR colour codes
+    bad = [c for c in out if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f]
+    assert bad == [], [hex(ord(c)) for c in bad][:10]
+    assert "\\x07" in out or "unknown flag" in out
