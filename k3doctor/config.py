@@ -72,9 +72,11 @@ class Config:
 
 
 def _has_tool_table(pyproject: Path) -> bool:
+    from .boundedio import BoundedReadError, read_text
+
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = tomllib.loads(read_text(pyproject, kind="config"))
+    except (BoundedReadError, tomllib.TOMLDecodeError):
         return False
     return isinstance(data.get("tool"), dict) and "k3doctor" in data["tool"]
 
@@ -94,12 +96,14 @@ def find_config(start: Path | None = None) -> Path | None:
 
 def load_config(path: Path) -> Config:
     """Read and validate one file; :class:`ConfigError` names what is wrong."""
+    from .boundedio import BoundedReadError, read_text
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the config file ({exc.strerror or exc})") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text; a config file is TOML") from None
+        text = read_text(path, kind="config")  # a FIFO or /dev/zero is refused, not read forever
+    except BoundedReadError as exc:
+        if exc.reason.startswith("is not UTF-8"):
+            raise ConfigError(f"{path}: not UTF-8 text; a config file is TOML") from None
+        raise ConfigError(f"{path}: cannot read the config file ({exc.reason})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -174,8 +178,10 @@ def resolve_config(config_file: str | None, isolated: bool, start: Path | None =
         return Config()
     if config_file:
         path = Path(config_file)
-        if not path.is_file():
+        if not path.exists():
             raise ConfigError(f"--config {config_file}: no such file")
+        if not path.is_file():
+            raise ConfigError(f"--config {config_file}: not a regular file; give the path of a TOML config file")
         return load_config(path)
     found = find_config(start)
     return load_config(found) if found is not None else Config()

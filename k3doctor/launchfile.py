@@ -71,10 +71,12 @@ def read_launch_file(path: str | Path, process_env: Mapping[str, str] | None = N
     """The launch command of ``path`` as words (``VAR=value`` words first); :class:`LaunchError`
     names the file and line when the script has no launch, several, or broken quoting."""
     p = Path(path)
+    from .boundedio import BoundedReadError, read_text
+
     try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise LaunchError(f"--launch-file {p}: cannot read ({exc.strerror or exc})") from None
+        text = read_text(p, kind="launch script", errors="replace")  # bounded: a FIFO or /dev/zero is refused
+    except BoundedReadError as exc:
+        raise LaunchError(f"--launch-file {p}: cannot read ({exc.reason})") from None
     scope: dict[str, str] = dict(process_env or {})
     assigned: dict[str, str] = {}
     found: list[tuple[int, list[str]]] = []

@@ -289,3 +289,20 @@ def test_resource_module_reports_children() -> None:
                        capture_output=True, text=True)
     assert json.loads(r.stdout)["rss_mb"] > 80
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
+
+
+@pytest.mark.parametrize("flag,extra", [("--config", ["check", "--target", "h200-141g"]),
+                                        ("--launch-file", ["check", "--target", "h200-141g"]),
+                                        ("--engine-log", ["plan", "--target", "h200", "--model", "moonshotai/Kimi-K3"])])
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_config_launch_file_and_engine_log_are_bounded(tmp_path: Path, flag: str, extra: list[str], kind: str) -> None:
+    if kind == "fifo":
+        target = tmp_path / "input"
+        os.mkfifo(target)
+    else:
+        target = Path("/dev/zero")
+        if not target.exists():
+            pytest.skip("no /dev/zero")
+    r = run_cli(*extra, flag, str(target))
+    assert_clean(r, rcs=(2,))
+    assert str(target) in r["err"] and "not a regular file" in r["err"], r["err"][-500:]

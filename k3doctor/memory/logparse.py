@@ -150,9 +150,18 @@ class EngineLogError(ValueError):
 def read_engine_log_file(path: str, *, need_weights: bool = False) -> EngineLogFigures:
     """:func:`read_engine_log` on ``path``, streamed. Raises :class:`EngineLogError` when the file
     cannot be read, or holds no figure (no weight figure, with ``need_weights``)."""
+    import io
+    import os
+
+    from ..boundedio import BoundedReadError, open_fd
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
+        fd = open_fd(path, kind="log")  # regular files only: a FIFO or a device cannot hang the plan
+        os.set_blocking(fd, True)
+        with io.open(fd, encoding="utf-8", errors="replace") as fh:
             fig = read_engine_log(fh)
+    except BoundedReadError as exc:
+        raise EngineLogError(f"--engine-log {path}: cannot read ({exc.reason})") from None
     except OSError as exc:
         raise EngineLogError(f"--engine-log {path}: cannot read ({exc.strerror or exc})") from None
     if need_weights and fig.weights_gib is None:
