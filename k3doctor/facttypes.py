@@ -18,6 +18,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .parallelism import world_size
+
 __all__ = ["Fact", "GpuDevice", "GpuFact", "LaunchFact", "NetInterface", "NetFact", "MountsFact", "PathsFact",
            "ModelFact", "PackagesFact", "ClusterNode", "ClusterFact", "FACT_TYPES", "typed", "as_json"]
 
@@ -176,7 +178,7 @@ class LaunchFact(Fact):
         dpa = bool(doc.get("enable_dp_attention"))
         engine = str(doc.get("engine") or "")
         sglang_dpa = engine == "sglang" and dpa
-        world = _int(doc.get("world_size")) or (tp * pp if sglang_dpa else tp * pp * dp)
+        world = _int(doc.get("world_size")) or world_size(engine, tp, pp, dp, dpa)
         attn = tp // dp if sglang_dpa and tp % dp == 0 else tp
         return cls(doc=doc, engine=engine, model=_str(doc.get("model")), tp=tp, pp=pp, dp=dp, ep=pos("ep"),
                    nnodes=pos("nnodes"), node_rank=_int(doc.get("node_rank")) or 0, world_size=world,

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .parallelism import world_size
+
 __all__ = ["LaunchSpec", "LaunchError", "parse_launch", "parse_env_file", "ENGINES"]
 
 ENGINES = ("sglang", "vllm")
@@ -200,9 +202,7 @@ class LaunchSpec:
     def world_size(self) -> int:
         """GPUs the plan uses: SGLang tp·pp (dp-attention lives inside tp; plain dp multiplies);
         vLLM tp·pp·dp."""
-        if self.engine == "sglang" and self.enable_dp_attention:
-            return self.tp * self.pp
-        return self.tp * self.pp * self.dp
+        return world_size(self.engine, self.tp, self.pp, self.dp, self.enable_dp_attention)
 
     @property
     def attention_tp(self) -> int:

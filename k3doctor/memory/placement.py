@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..parallelism import world_size
 from . import constants as C
 from .inventory import Group, Inventory
 from .spec import ModelSpec
@@ -58,9 +59,7 @@ class Parallel:
     # -- derived groups -----------------------------------------------------------------
     @property
     def world(self) -> int:
-        if self.engine == "sglang" and self.dp_attention:
-            return self.tp * self.pp
-        return self.tp * self.pp * self.dp
+        return world_size(self.engine, self.tp, self.pp, self.dp, self.dp_attention)
 
     @property
     def attn_tp(self) -> int:
