@@ -63,22 +63,15 @@ def derive_inventory(launch: Mapping[str, Any], options: Mapping[str, Any],
     """The inventory the plan folds: the ``model`` fact's own (recorded by the checkpoint scan,
     also from a snapshot) when it describes the model to plan, else :func:`load_inventory` of it;
     then as the engine holds it when the launch quantises while loading."""
-    from .memory.inventory import (InventoryError, _remember, _same_dir, inventory_from_fact, load_inventory,
+    from .memory.inventory import (InventoryError, inventory_of_model_fact, load_inventory,
                                    with_launch_quantization_inventory)
 
     _usable(launch)
     ref = model_ref(launch, options, model)
     if not ref:
         raise Skip("no model directory or model id to plan from")
-    doc = (model or {}).get("inventory")
     try:
-        if isinstance(model, Mapping) and isinstance(doc, Mapping) and (
-                _same_dir(ref, model.get("dir"))
-                or (str(model.get("found_via") or "").startswith("option") and ref == options.get("model_dir"))):
-            inv = inventory_from_fact(doc, str(model.get("dir") or ref))
-            _remember(model, inv)
-        else:
-            inv = load_inventory(ref)
+        inv = inventory_of_model_fact(model, ref, options.get("model_dir")) or load_inventory(ref)
         return with_launch_quantization_inventory(inv, launch)
     except InventoryError as exc:
         raise Skip(str(exc)) from None

@@ -249,7 +249,6 @@ def fresh_inventory_caches(monkeypatch):
     from k3doctor.memory import inventory
 
     monkeypatch.setattr(inventory, "_CACHE", {})
-    monkeypatch.setattr(inventory, "_FROM_FACTS", {})
 
 
 def test_mem_checks_run_from_a_snapshot_whose_model_directory_is_gone(tmp_path, k3_dir, fresh_inventory_caches):

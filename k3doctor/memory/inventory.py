@@ -26,7 +26,7 @@ from .synth import DTYPE_BYTES, Tensor, synthesise
 
 __all__ = ["Group", "Inventory", "InventoryError", "load_inventory", "aggregate", "read_config_any",
            "fold_tensors", "merge_folded", "groups_from_folded", "inventory_fact", "inventory_from_fact",
-           "with_launch_quantization_inventory"]
+           "inventory_of_model_fact", "with_launch_quantization_inventory"]
 
 _NUM = re.compile(r"\.(\d+)\.")
 #: HF's default ``max_shard_size`` ("5GB") — used when shard sizes are unknown (config-only).
@@ -424,10 +424,6 @@ def load_inventory(model: str | os.PathLike[str] | None = None, *, config: Mappi
         return read_inventory(model, config=config)
     key = _signature(model)
     inv = _CACHE.get(key)
-    if inv is None and key[0] == "id" and _FROM_FACTS:
-        inv = _FROM_FACTS.get(os.path.normpath(str(model)))
-        if inv is not None:
-            return inv
     if inv is None:
         inv = read_inventory(model)
         if len(_CACHE) > 16:
@@ -582,11 +578,6 @@ def inventory_from_fact(doc: Mapping[str, Any], where: str = "the checkpoint") -
     return Inventory("headers", spec, groups, total, n, mx, ns, notes, config if isinstance(config, Mapping) else None)
 
 
-#: inventories of model facts whose directory is gone (a snapshot checked on another machine),
-#: so ``load_inventory(that_dir)`` answers as the fact does
-_FROM_FACTS: dict[str, Inventory] = {}
-
-
 def _same_dir(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return False
@@ -594,25 +585,17 @@ def _same_dir(a: Any, b: Any) -> bool:
     return a == b or os.path.realpath(a) == os.path.realpath(b)
 
 
-def _remember(fact: Mapping[str, Any], inv: Inventory) -> None:
-    """Let later ``load_inventory(dir)`` calls in this process reuse ``inv``: keyed by the
-    directory's signature when its shards still have the sizes the scan saw, else (directory
-    gone) by its path."""
-    d = fact.get("dir")
-    if not isinstance(d, str):
-        return
-    p = Path(d)
-    if not p.is_dir():
-        if not p.exists():
-            _FROM_FACTS[os.path.normpath(d)] = inv
-        return
-    seen = {s.get("file"): s.get("size") for s in fact.get("shards") or [] if isinstance(s, dict)}
-    try:
-        now = {f.name: f.stat().st_size for f in p.glob("*.safetensors")}
-    except OSError:
-        return
-    if now and now == seen:
-        _CACHE[_signature(p)] = inv
+def inventory_of_model_fact(model: Mapping[str, Any] | None, ref: str, option_dir: Any = None) -> Inventory | None:
+    """The inventory the ``model`` fact carries (the checkpoint scan's own fold of the headers, also
+    from a snapshot of another machine) when that fact describes ``ref`` (the same directory, or the
+    one ``--model`` named); None otherwise."""
+    doc = (model or {}).get("inventory")
+    if not isinstance(model, Mapping) or not isinstance(doc, Mapping):
+        return None
+    if _same_dir(ref, model.get("dir")) or (str(model.get("found_via") or "").startswith("option")
+                                             and option_dir is not None and ref == option_dir):
+        return inventory_from_fact(doc, str(model.get("dir") or ref))
+    return None
 
 
 def with_launch_quantization_inventory(inv: Inventory, launch: Mapping[str, Any]) -> Inventory:
