@@ -182,7 +182,7 @@ def _gpu_and_model_facts(gpu_name: str | None, snapshot: str | None
         try:
             g = resolve_gpu(gpu_name)
         except KeyError as exc:
-            _fail(f"--target: {exc.args[0] if exc.args else exc}")
+            _fail(str(exc.args[0] if exc.args else exc))
         try:
             from ..targets import get_target
 
