@@ -177,6 +177,21 @@ def test_manifest_verify_command(tmp_path: Path, manifest: Path, model: Path) ->
     assert bad.exit_code == 1 and "CKPT009" in bad.output and SHARD2 in bad.output and "fix: hf download" in bad.output
 
 
+def test_manifest_verify_goes_through_the_runner_and_reporters(manifest: Path, model: Path) -> None:
+    """`manifest verify` renders with the check reporters: JSON like `check --format json`, JUnit too."""
+    import json
+
+    corrupt(model, "bit_flip")
+    res = CliRunner().invoke(manifest_command, ["verify", str(model), str(manifest), "--no-progress", "-f", "json"])
+    doc = json.loads(res.stdout)
+    assert res.exit_code == 1 == doc["exit_code"]
+    assert [r["code"] for r in doc["results"]] == ["CKPT001", "CKPT009"]
+    (finding,) = doc["findings"]
+    assert finding["code"] == "CKPT009" and SHARD2 in finding["message"]
+    junit = CliRunner().invoke(manifest_command, ["verify", str(model), str(manifest), "--no-progress", "-f", "junit"])
+    assert junit.exit_code == 1 and "<testsuite" in junit.stdout and 'failures="1"' in junit.stdout
+
+
 def test_hash_buffers_stay_bounded_with_many_workers(tmp_path: Path, model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from k3doctor.ckpt import hashing
 

@@ -62,28 +62,19 @@ class ARCH005(Check):
         if heads % attn_tp == 0:
             return
         valid = _divisors(heads, max(LaunchFact.of(launch).world_size, attn_tp))
+        said = _engine_says(
+            engine,
+            vllm=f"Total number of attention heads ({heads}) must be divisible by tensor parallel size ({attn_tp}).",
+            sglang=f"the {heads} attention heads are split evenly over attention-TP ranks; {heads} % {attn_tp} != 0 "
+                   "fails the head-split assertion while the attention layers are built")
         if engine == "vllm":
-            said = _quote("vllm", f"Total number of attention heads ({heads}) must be divisible by tensor parallel size ({attn_tp}).", True)
             fix = f"use --tensor-parallel-size in {valid} ({heads} heads)"
+        elif launch.get("enable_dp_attention"):
+            fix = f"choose --tp-size / --dp-size so that TP/DP is in {valid}"
         else:
-            said = _quote(
-                "sglang",
-                f"the {heads} attention heads are split evenly over attention-TP ranks; {heads} % {attn_tp} != 0 "
-                "fails the head-split assertion while the attention layers are built",
-                False,
-            )
-            fix = (
-                f"choose --tp-size / --dp-size so that TP/DP is in {valid}"
-                if launch.get("enable_dp_attention")
-                else f"use --tp-size in {valid} ({heads} heads)"
-            )
-        yield self.finding(
-            f"{info.id or 'the model'} has {heads} attention heads, not divisible by attention-TP {attn_tp}. {said}",
-            subject=f"heads={heads} attention_tp={attn_tp}",
-            evidence={"engine": engine, "model": info.id, "heads": heads, "attention_tp": attn_tp,
-                      "heads_from": info.source or None},
-            fix=fix,
-        )
+            fix = f"use --tp-size in {valid} ({heads} heads)"
+        yield self._indivisible(info, engine, ("heads", heads, "attention heads"),
+                                ("attention_tp", attn_tp, "attention-TP"), said, fix)
 
     def _experts(self, launch: Mapping[str, Any], engine: str, info: ModelInfo) -> Iterator[Finding]:
         experts = info.experts
@@ -92,24 +83,27 @@ class ARCH005(Check):
             return
         valid = _divisors(experts, max(LaunchFact.of(launch).world_size, ep))
         mega = str(launch.get("moe_runner_backend") or "") == "deep_gemm_mega_moe"
+        if engine == "vllm" and not (mega and info.family == "kimi-k3"):
+            return  # vLLM's FusedMoE spreads the remainder; only K3 MegaMoE asserts
+        said = _engine_says(
+            engine,
+            vllm=f"Kimi K3 num_experts={experts} must be divisible by EP size {ep}.",
+            sglang=f"each EP rank owns num_experts // ep_size experts; {experts} routed experts do not split over "
+                   f"{ep} ranks and the MoE layer's expert map assertion fails")
         if engine == "vllm":
-            if not (mega and info.family == "kimi-k3"):
-                return  # vLLM's FusedMoE spreads the remainder; only K3 MegaMoE asserts
-            said = _quote("vllm", f"Kimi K3 num_experts={experts} must be divisible by EP size {ep}.", True)
             fix = f"choose TP×DP (the EP size with --enable-expert-parallel) in {valid}"
         else:
-            said = _quote(
-                "sglang",
-                f"each EP rank owns num_experts // ep_size experts; {experts} routed experts do not split over "
-                f"{ep} ranks and the MoE layer's expert map assertion fails",
-                False,
-            )
             fix = f"use --ep-size in {[d for d in valid if _int(launch, 'tp') % d == 0] or valid}"
-        yield self.finding(
-            f"{info.id or 'the model'} has {experts} routed experts, not divisible by EP size {ep}. {said}",
-            subject=f"experts={experts} ep={ep}",
-            evidence={"engine": engine, "model": info.id, "experts": experts, "ep": ep,
-                      "experts_from": info.source or None},
+        yield self._indivisible(info, engine, ("experts", experts, "routed experts"), ("ep", ep, "EP size"), said, fix)
+
+    def _indivisible(self, info: ModelInfo, engine: str, count: tuple[str, int, str], by: tuple[str, int, str],
+                     said: str, fix: str) -> Finding:
+        """``<model> has N <things>, not divisible by <size> M``: (key, value, words) for each side."""
+        (key, n, things), (by_key, m, size) = count, by
+        return self.finding(
+            f"{info.id or 'the model'} has {n} {things}, not divisible by {size} {m}. {said}",
+            subject=f"{key}={n} {by_key}={m}",
+            evidence={"engine": engine, "model": info.id, key: n, by_key: m, f"{key}_from": info.source or None},
             fix=fix,
         )
 
@@ -249,6 +243,11 @@ _SGLANG_FUSED_KDA_LOCAL_HEADS = (3, 6, 12)
 _VLLM_FUSED_KDA_LOCAL_HEADS = (12, 24, 48, 96)
 FLASHKDA_ERROR = "FlashKDA requires CUDA SM90/SM10x/SM12x, bfloat16, head_dim=128, and a bounded KDA gate."
 
+
+
+def _engine_says(engine: str, *, vllm: str, sglang: str) -> str:
+    """What the engine says: vLLM's own message (quoted verbatim), or SGLang's rule in words."""
+    return _quote("vllm", vllm, True) if engine == "vllm" else _quote("sglang", sglang, False)
 
 class ARCH007(Check):
     """Kimi-K3 KDA fast paths unavailable at this attention-TP or architecture

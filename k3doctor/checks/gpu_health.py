@@ -90,20 +90,15 @@ class GPU004(Check):
             "remap_failure": rows.get("failure"),
             "uuid": device.get("uuid"),
         }
+        state = None
         if rows.get("failure"):
-            yield self.finding(
-                "row remapping FAILED: this GPU's memory cannot be repaired any more",
-                subject=subject,
-                evidence=evidence,
-                fix=f"take GPU {idx} out of service (exclude it with CUDA_VISIBLE_DEVICES) and RMA it",
-            )
+            state = ("row remapping FAILED: this GPU's memory cannot be repaired any more",
+                     f"take GPU {idx} out of service (exclude it with CUDA_VISIBLE_DEVICES) and RMA it")
         elif rows.get("pending"):
-            yield self.finding(
-                "a row remapping is pending: the GPU needs a reset before it is safe to use",
-                subject=subject,
-                evidence=evidence,
-                fix=f"stop all processes on it, then `{reset}` (or reboot the node)",
-            )
+            state = ("a row remapping is pending: the GPU needs a reset before it is safe to use",
+                     f"stop all processes on it, then `{reset}` (or reboot the node)")
+        if state:
+            yield self.finding(state[0], subject=subject, evidence=evidence, fix=state[1])
         unc = rows.get("uncorrectable")
         if isinstance(unc, int) and unc >= ROW_REMAP_UNCORRECTABLE_LIMIT:
             yield self.finding(
@@ -215,19 +210,14 @@ class GPU007(Check):
         devices = _with(gpu, _devices(gpu), "pcie_width", "pcie_max_width", what="the PCIe link width")
         for device in devices:
             width, max_width = int(device["pcie_width"]), int(device["pcie_max_width"])
-            if 0 < width < max_width:
-                idx = device.get("index")
-                yield self.finding(
-                    f"PCIe link runs at x{width} of x{max_width}",
-                    subject=_subject(device),
-                    evidence={
-                        "pcie_width": width,
-                        "pcie_max_width": max_width,
-                        "pcie_gen": device.get("pcie_gen"),
-                        "pcie_max_gen": device.get("pcie_max_gen"),
-                    },
-                    fix=f"nvidia-smi -q -d PCIE -i {idx}; reseat the card/riser or check the slot's BIOS settings",
-                )
+            if not 0 < width < max_width:
+                continue
+            gens = {k: device.get(k) for k in ("pcie_gen", "pcie_max_gen")}
+            yield self.finding(
+                f"PCIe link runs at x{width} of x{max_width}", subject=_subject(device),
+                evidence={"pcie_width": width, "pcie_max_width": max_width, **gens},
+                fix=f"nvidia-smi -q -d PCIE -i {device.get('index')}; reseat the card/riser or check the slot's BIOS settings",
+            )
         low_gen = [
             d for d in devices
             if isinstance(d.get("pcie_gen"), int) and isinstance(d.get("pcie_max_gen"), int) and d["pcie_gen"] < d["pcie_max_gen"]

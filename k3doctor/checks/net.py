@@ -396,10 +396,9 @@ class NET006(Check):
 
     severity = Severity.WARNING
 
-    def run(self, net: NetFact, launch: LaunchFact | None = None,
-            env: Mapping[str, Any] | None = None, rendezvous: Mapping[str, Any] | None = None,
-            cluster: ClusterFact | None = None,
-            options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
+    def run(self, net: NetFact, cluster: ClusterFact | None = None, launch: LaunchFact | None = None,
+            env: Mapping[str, Any] | None = None,
+            rendezvous: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
         itfs = _by_name(net)
         env = launch_env_of(launch, env)
@@ -418,7 +417,6 @@ class NET006(Check):
             yield self.finding(f"interfaces on the cross-node path have different MTUs: {desc}",
                                evidence={k: v for k, v in path.items()},
                                fix=f"set one MTU on all of them, e.g. ip link set dev <iface> mtu {max(path.values())}")
-        cluster = cluster
         nodes = cluster.get("nodes") if isinstance(cluster, Mapping) else None
         per_node: dict[str, int] = {}
         for node in nodes or []:

@@ -8,6 +8,8 @@ import os
 import click
 
 from ..exitcodes import ExitCode
+from ..reporters import REPORTERS
+from .options import format_option, output_option
 
 __all__ = ["command"]
 
@@ -70,38 +72,33 @@ def create(model_dir: str, output: str, jobs: int | None, hf_repo: str | None, n
 @click.option("--jobs", type=click.IntRange(1, 256), help="Files hashed in parallel (default: CPUs).")
 @click.option("--hf-repo", help="Repo id of this checkpoint (refuses a manifest made for another repo).")
 @click.option("--no-progress", is_flag=True, help="Do not show the progress bar.")
-def verify(model_dir: str, manifest_path: str, jobs: int | None, hf_repo: str | None, no_progress: bool) -> None:
+@format_option(list(REPORTERS), "rich", "Report format (the formats of `k3doctor check`).")
+@output_option("Write the report to FILE instead of stdout.")
+@click.option("-v", "--verbose", is_flag=True, help="Also list the checks that passed.")
+def verify(model_dir: str, manifest_path: str, jobs: int | None, hf_repo: str | None, no_progress: bool,
+           fmt: str, output: str | None, verbose: bool) -> None:
     """Check MODEL_DIR against MANIFEST (sizes, then sha256 of every file); exit 1 on any mismatch.
 
-    Same as `k3doctor check --model MODEL_DIR --manifest MANIFEST --select CKPT009`, without the
-    other checks.
+    Same as `k3doctor check --model MODEL_DIR --manifest MANIFEST --select CKPT001,CKPT009`: the
+    same checks through the same runner and reporters, without the other checks.
     """
     import sys
 
-    from ..check import call_run
-    from ..checks.ckpt import CKPT001, CKPT009
+    from ..checks.ckpt import CHECKS, CKPT001, CKPT009
     from ..ckpt.progress import rich_progress
     from ..ckpt.scan import scan_checkpoint
     from ..facts import Facts
-    from ..model import Severity, Skip
+    from ..runner import run_checks
+    from .run_check import emit_report
 
     show = not no_progress and sys.stderr.isatty()
     with rich_progress("sha256", enabled=show) as cb:
         fact = scan_checkpoint(model_dir, manifest=manifest_path, jobs=jobs, repo=hf_repo,
                                repo_source="option" if hf_repo else None, progress=cb)
-    facts = Facts({"model": fact})
-    worst = None
-    for cls in (CKPT001, CKPT009):
-        try:
-            findings = list(call_run(cls(), facts))
-        except Skip:
-            continue
-        for f in findings:
-            worst = f.severity if worst is None else max(worst, f.severity)
-            click.echo(f"{f.severity.label.upper():7} {f.code} {f.message}")
-            click.echo(f"        fix: {f.fix}")
+    facts = Facts({"model": fact}, source=f"manifest {manifest_path}")
+    report = run_checks({c.code: c for c in CHECKS}, [CKPT001.code, CKPT009.code], facts)
+    emit_report(report, fmt, output, verbose)
     deep = fact.get("deep") or {}
     click.echo(f"{deep.get('verified', 0)} of {deep.get('files', 0)} files verified, {deep.get('mismatched', 0)} "
                f"mismatched, {deep.get('bytes', 0)} bytes in {deep.get('seconds', 0)} s", err=True)
-    if worst is not None and worst >= Severity.ERROR:
-        sys.exit(1)
+    sys.exit(report.exit_code)

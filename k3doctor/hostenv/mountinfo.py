@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 __all__ = [
     "unescape",
@@ -52,70 +52,63 @@ def unescape(field: str) -> str:
     return _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), field)
 
 
-def parse_mountinfo(text: str) -> tuple[list[dict[str, Any]], list[str]]:
-    """Parse mountinfo text into mount dicts; malformed lines become error strings, not exceptions."""
-    mounts: list[dict[str, Any]] = []
+MountRow = dict[str, Any]
+
+
+def _parse_lines(text: str, what: str,
+                 row: Callable[[list[str]], "MountRow | str"]) -> tuple[list[MountRow], list[str]]:
+    """Each non-blank line split on spaces through ``row``: a mount dict, or the reason the line
+    is malformed (reported as ``<what> line N: <reason>: <line>``, never raised)."""
+    mounts: list[MountRow] = []
     errors: list[str] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        fields = line.split(" ")
-        try:
-            sep = fields.index("-", 6)
-        except ValueError:
-            errors.append(f"mountinfo line {lineno}: no ' - ' separator: {line[:120]!r}")
-            continue
-        if len(fields) < sep + 3:
-            errors.append(f"mountinfo line {lineno}: missing fs type or source: {line[:120]!r}")
-            continue
-        try:
-            mount_id, parent_id = int(fields[0]), int(fields[1])
-        except ValueError:
-            errors.append(f"mountinfo line {lineno}: mount ids are not numbers: {line[:120]!r}")
-            continue
-        mounts.append(
-            {
-                "mount_id": mount_id,
-                "parent_id": parent_id,
-                "dev": fields[2],
-                "root": unescape(fields[3]),
-                "mount_point": unescape(fields[4]),
-                "options": fields[5],
-                "optional": fields[6:sep],
-                "fstype": unescape(fields[sep + 1]),
-                "source": unescape(fields[sep + 2]),
-                "super_options": fields[sep + 3] if len(fields) > sep + 3 else "",
-            }
-        )
+        got = row(line.split(" "))
+        if isinstance(got, str):
+            errors.append(f"{what} line {lineno}: {got}: {line[:120]!r}")
+        else:
+            mounts.append(got)
     return mounts, errors
+
+
+def _mountinfo_row(fields: list[str]) -> "MountRow | str":
+    try:
+        sep = fields.index("-", 6)
+    except ValueError:
+        return "no ' - ' separator"
+    if len(fields) < sep + 3:
+        return "missing fs type or source"
+    try:
+        mount_id, parent_id = int(fields[0]), int(fields[1])
+    except ValueError:
+        return "mount ids are not numbers"
+    return {
+        "mount_id": mount_id, "parent_id": parent_id, "dev": fields[2],
+        "root": unescape(fields[3]), "mount_point": unescape(fields[4]), "options": fields[5],
+        "optional": fields[6:sep], "fstype": unescape(fields[sep + 1]), "source": unescape(fields[sep + 2]),
+        "super_options": fields[sep + 3] if len(fields) > sep + 3 else "",
+    }
+
+
+def _proc_mounts_row(fields: list[str]) -> "MountRow | str":
+    if len(fields) < 4:
+        return "fewer than 4 fields"
+    return {
+        "mount_id": None, "parent_id": None, "dev": "", "root": "/", "mount_point": unescape(fields[1]),
+        "options": fields[3], "optional": [], "fstype": unescape(fields[2]), "source": unescape(fields[0]),
+        "super_options": "",
+    }
+
+
+def parse_mountinfo(text: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Parse mountinfo text into mount dicts; malformed lines become error strings, not exceptions."""
+    return _parse_lines(text, "mountinfo", _mountinfo_row)
 
 
 def parse_proc_mounts(text: str) -> tuple[list[dict[str, Any]], list[str]]:
     """Parse ``/proc/mounts`` (``source mount_point fstype options 0 0``), the fallback source."""
-    mounts: list[dict[str, Any]] = []
-    errors: list[str] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        fields = line.split(" ")
-        if len(fields) < 4:
-            errors.append(f"mounts line {lineno}: fewer than 4 fields: {line[:120]!r}")
-            continue
-        mounts.append(
-            {
-                "mount_id": None,
-                "parent_id": None,
-                "dev": "",
-                "root": "/",
-                "mount_point": unescape(fields[1]),
-                "options": fields[3],
-                "optional": [],
-                "fstype": unescape(fields[2]),
-                "source": unescape(fields[0]),
-                "super_options": "",
-            }
-        )
-    return mounts, errors
+    return _parse_lines(text, "mounts", _proc_mounts_row)
 
 
 def _under(path: str, mount_point: str) -> bool:
