@@ -15,7 +15,6 @@ printed), 2 for bad options.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
@@ -36,154 +35,21 @@ def _login_name() -> str:
         return str(os.getuid())
 
 
-def _pick_root(requested: str | None, mounts: list[dict[str, Any]], env: dict[str, str]) -> tuple[str, list[str]]:
-    from ..probes.fs import inspect_path
-
-    notes: list[str] = []
-    if requested:
-        info = inspect_path(requested, mounts, 3.0)
-        if info["fs_class"] == "network":
-            notes.append(f"--cache-root {requested} is on {info['fstype']}: ranks of other nodes may share it")
-        return requested, notes
-    options = [env.get("TMPDIR") or "", "/tmp", "/var/tmp", "/dev/shm"]
-    for root in [o for o in options if o.startswith("/")]:
-        info = inspect_path(root, mounts, 3.0)
-        if info["fs_class"] != "network" and info["exists"] and info["writable"] and not info["error"]:
-            return root, notes
-        why = info["error"] or (f"on {info['fstype']}" if info["fs_class"] == "network" else "missing or not writable")
-        notes.append(f"{root} skipped: {why}")
-    return "/tmp", notes + ["no node-local writable directory found; using /tmp"]
-
-
 def build(*, dist_init_addr: str | None, engine: str, cache_root: str | None, rank_var: str | None,
           all_caches: bool, sys_root: str = "/sys", proc_root: str = "/proc",
           environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """Compute the exports (pure of printing; reads the machine through the probes' helpers)."""
+    """Read the node (:func:`~k3doctor.probes.node_env.read_node`, every wait bounded), then decide
+    the exports from those readings (:func:`~k3doctor.hostenv.exports.node_exports`)."""
+    from ..hostenv.exports import cache_dirs_to_read, node_exports
+    from ..probes.node_env import read_node
+
     env = dict(os.environ if environ is None else environ)
-    exports: dict[str, str] = {}
-    notes: list[str] = []
-    errors: list[str] = []
-    result: dict[str, Any] = {"interface": None, "source_ip": None, "head": None}
-    iface, src = _pin_interface(dist_init_addr, engine, sys_root, proc_root, env, exports, notes, errors, result)
-    result["interface"], result["source_ip"] = iface, src
-    cache_info = _cache_exports(engine, cache_root, rank_var, all_caches, proc_root, env, exports, notes)
-    result.update(exports=exports, notes=notes, errors=errors, **cache_info)
-    return result
-
-
-def _pin_interface(dist_init_addr: str | None, engine: str, sys_root: str, proc_root: str, env: dict[str, str],
-                   exports: dict[str, str], notes: list[str], errors: list[str],
-                   result: dict[str, Any]) -> tuple[str | None, str | None]:
-    """The interface to pin (the one that routes to the head, else the only candidate, else the
-    default route) and its source address; adds the NCCL/Gloo/engine host-IP exports."""
-    from ..hostenv.netinfo import candidates
-    from ..probes.net import default_route_interface, local_addresses, scan_interfaces
-
-    # A recorded --sys-root tree is another machine: do not mix in this host's addresses.
-    live = os.path.realpath(sys_root) == "/sys"
-    interfaces, scan_errors = scan_interfaces(sys_root) if live else scan_interfaces(sys_root, addrs={}, stats={})
-    notes += scan_errors
-    by_name = {str(i["name"]): i for i in interfaces}
-    addr = dist_init_addr
-    if not addr and env.get("MASTER_ADDR"):
-        addr = env["MASTER_ADDR"] + (f":{env['MASTER_PORT']}" if env.get("MASTER_PORT") else "")
-    iface, src = _route_to_head(addr, local_addresses(interfaces), proc_root, notes, errors, result) if addr else (None, None)
-    if iface is None and not errors:
-        cands = candidates(interfaces)
-        if len(cands) == 1:
-            iface = str(cands[0]["name"])
-            notes.append(f"{iface} is the only candidate interface (no usable head address)")
-        else:
-            default_if = default_route_interface(proc_root)
-            if default_if in by_name:
-                iface = default_if
-                notes.append(f"{iface} carries the default route (no usable head address; pass "
-                             "--dist-init-addr HEAD:PORT to pick the interface that reaches the head)")
-            else:
-                errors.append("cannot tell which interface to pin: give --dist-init-addr HEAD:PORT "
-                              f"(candidates: {', '.join(str(c['name']) for c in cands) or 'none'})")
-    if iface:
-        itf = by_name.get(iface, {})
-        if src is None:
-            src = next(iter(itf.get("ipv4") or []), None)
-        exports["NCCL_SOCKET_IFNAME"] = "=" + iface
-        exports["GLOO_SOCKET_IFNAME"] = iface
-        if src:
-            if engine in ("sglang", "any"):
-                exports["SGLANG_HOST_IP"] = src
-            if engine in ("vllm", "any"):
-                exports["VLLM_HOST_IP"] = src
-    return iface, src
-
-
-def _route_to_head(addr: str, local: dict[str, str], proc_root: str, notes: list[str], errors: list[str],
-                   result: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(interface, source IP) of the route from this node to the head ``addr`` (HOST:PORT)."""
-    from ..hostenv.netinfo import is_loopback_ip, parse_hostport
-    from ..probes.net import resolve_host, route_table_interface, source_route
-
-    host, port, err = parse_hostport(addr)
-    result["head"] = {"addr": addr, "host": host or None, "port": port}
-    resolved: list[str] = []
-    if not err:
-        resolved, err = resolve_host(host)
-    if err:
-        errors.append(f"head {addr!r}: {err}")
-        return None, None
-    if not resolved:
-        return None, None
-    target = next((ip for ip in resolved if ":" not in ip), resolved[0])
-    result["head"]["ip"] = target
-    src, err = source_route(target)
-    if src is None:
-        errors.append(f"head {addr!r}: {err}")
-        return None, None
-    if is_loopback_ip(src):
-        notes.append(f"the head {host} is this node's loopback ({target}); not pinning lo — "
-                     "use the head's cluster IP in --dist-init-addr")
-        return None, None
-    iface = local.get(src) or route_table_interface(target, proc_root)
-    if iface:
-        notes.append(f"{iface} routes to the head {host} ({target}) from {src}")
-    else:
-        notes.append(f"the route to {target} leaves from {src}, which no listed interface carries")
-    return iface, src
-
-
-def _cache_exports(engine: str, cache_root: str | None, rank_var: str | None, all_caches: bool, proc_root: str,
-                   env: dict[str, str], exports: dict[str, str], notes: list[str]) -> dict[str, Any]:
-    """Per-rank node-local directories for the JIT caches that sit on a network filesystem (all of
-    them with ``all_caches``); returns the rank and cache facts for the result."""
-    from ..hostenv.caches import local_cache_dir, rank_key, resolve_caches
-    from ..probes.fs import inspect_path, read_mounts
-
-    mounts = read_mounts(proc_root)["mounts"]
-    if rank_var:
-        value = env.get(rank_var, "")
-        if value.strip().isdigit():
-            rvar, rank, problems = rank_var, str(int(value)), []
-        else:
-            rvar, rank, problems = rank_var, "0", [f"--rank-var {rank_var}={value!r} is not an integer; using 0"]
-    else:
-        rvar, rank, problems = rank_key(env)
-    notes += problems
-    root, root_notes = _pick_root(cache_root, mounts, env)
-    notes += root_notes
     user = env.get("USER") or env.get("LOGNAME") or _login_name()
-    caches = []
-    for cache in resolve_caches(env, engine=None if engine == "any" else engine, user=user):
-        if not cache.jit:
-            continue
-        info = inspect_path(cache.path, mounts, 3.0) if cache.path else {"fs_class": "unknown", "error": "no path"}
-        shared = info["fs_class"] == "network" or bool(info.get("error"))
-        caches.append({"key": cache.key, "variable": cache.variable, "path": cache.path,
-                       "fstype": info.get("fstype"), "shared": shared})
-        if shared or all_caches:
-            exports[cache.variable] = local_cache_dir(root, user, rank, cache.key)
-            if shared:
-                notes.append(f"{cache.variable}: {cache.path or '?'} is on {info.get('fstype') or info.get('error')}; "
-                             "moved to a node-local per-rank directory")
-    return {"rank_var": rvar or None, "rank": rank, "cache_root": root, "caches": caches}
+    paths = [c.path for c in cache_dirs_to_read(env, engine, user)]
+    node = read_node(dist_init_addr=dist_init_addr, env=env, cache_paths=paths, cache_root=cache_root,
+                     sys_root=sys_root, proc_root=proc_root)
+    return node_exports(node, env=env, engine=engine, user=user, cache_root=cache_root, rank_var=rank_var,
+                        all_caches=all_caches)
 
 
 @click.command("env")
@@ -214,21 +80,19 @@ def command(dist_init_addr: str | None, shell: str | None, fmt: str, output: str
 
 def _env(dist_init_addr: str | None, shell: str | None, fmt: str, engine: str, cache_root: str | None,
          rank_var: str | None, all_caches: bool, sys_root: str, proc_root: str) -> None:
-    from ..hostenv.shell import SHELLS, comment_line, export_line
+    from ..hostenv.shell import SHELLS
+    from ..reporters.exports import render_exports
 
     if shell is None:
         guess = os.path.basename(os.environ.get("SHELL", ""))
         shell = guess if guess in SHELLS else "sh"
     res = build(dist_init_addr=dist_init_addr, engine=engine, cache_root=cache_root, rank_var=rank_var,
                 all_caches=all_caches, sys_root=sys_root, proc_root=proc_root)
+    text = render_exports(res, shell, fmt)
     if fmt == "json":
-        click.echo(json.dumps({"shell": shell, **res}, indent=2, sort_keys=True))
+        click.echo(text, nl=False)
     else:
-        lines = [comment_line(f"k3doctor env ({shell})")]
-        lines += [comment_line(n) for n in res["notes"]]
-        lines += [comment_line("problem: " + e) for e in res["errors"]]
-        lines += [export_line(k, v, shell) for k, v in res["exports"].items()]
-        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.write(text)
     for e in res["errors"]:
         click.echo(f"k3doctor env: {e}", err=True)
     if res["interface"] is None:
