@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .facttypes import GpuFact, LaunchFact
+from .facttypes import GpuFact
+from .launch import LaunchSpec
 from .model import Skip
 from .units import GiB
 
@@ -44,7 +45,7 @@ def model_ref(launch: Mapping[str, Any], options: Mapping[str, Any], model: Mapp
     return str(ref) if ref else None
 
 
-def derive_gpu_spec(launch: LaunchFact, gpu: GpuFact) -> "GpuSpec":
+def derive_gpu_spec(launch: LaunchSpec, gpu: GpuFact) -> "GpuSpec":
     """The smallest device of the ``gpu`` fact (total, free, driver-reserved, compute capability)."""
     from .memory.plan import GpuSpec
 

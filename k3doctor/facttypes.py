@@ -14,79 +14,15 @@ set or probed, so checks receive these types whatever the source.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .parallelism import world_size
+from .factbase import Fact, _bool, _int, _map, _maps, _str, _strs
+from .launch import LaunchSpec
 
-__all__ = ["Fact", "GpuDevice", "GpuFact", "LaunchFact", "NetInterface", "NetFact", "MountsFact", "PathsFact",
+__all__ = ["Fact", "GpuDevice", "GpuFact", "NetInterface", "NetFact", "MountsFact", "PathsFact",
            "ModelFact", "PackagesFact", "ClusterNode", "ClusterFact", "FACT_TYPES", "typed", "as_json"]
-
-
-# -- lenient field readers (a malformed value is None, never an exception) ---------------------
-def _int(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _str(v: Any) -> str | None:
-    return v if isinstance(v, str) else None
-
-
-def _bool(v: Any) -> bool | None:
-    return v if isinstance(v, bool) else None
-
-
-def _map(v: Any) -> Mapping[str, Any]:
-    return v if isinstance(v, Mapping) else {}
-
-
-def _maps(v: Any) -> tuple[Mapping[str, Any], ...]:
-    return tuple(x for x in v if isinstance(x, Mapping)) if isinstance(v, (list, tuple)) else ()
-
-
-def _strs(v: Any) -> tuple[str, ...]:
-    return tuple(str(x) for x in v if isinstance(x, (str, int))) if isinstance(v, (list, tuple)) else ()
-
-
-@dataclass(frozen=True, eq=False)
-class Fact(Mapping[str, Any]):
-    """Base of every fact kind: the JSON document it was read from plus typed fields."""
-
-    #: fact name (``gpu``, ``launch`` …) this type is for
-    name: ClassVar[str] = ""
-    doc: Mapping[str, Any] = field(repr=False)
-
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> "Fact":
-        """The typed fact of a probe's / snapshot's document (see the module doc)."""
-        return cls(doc=doc)
-
-    @classmethod
-    def of(cls, value: Mapping[str, Any]) -> Any:
-        """``value`` itself when it already is this type, else its typed form (``from_json``)."""
-        return value if isinstance(value, cls) else cls.from_json(value)
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON document (what ``k3doctor snapshot`` writes)."""
-        return dict(self.doc)
-
-    # read-only Mapping over the document
-    def __getitem__(self, key: str) -> Any:
-        return self.doc[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.doc)
-
-    def __len__(self) -> int:
-        return len(self.doc)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Fact):
-            return type(self) is type(other) and dict(self.doc) == dict(other.doc)
-        return isinstance(other, Mapping) and dict(self.doc) == dict(other)
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 # -- gpu -------------------------------------------------------------------------------------
@@ -141,51 +77,6 @@ class GpuFact(Fact):
         """The smallest device's total memory (what a per-rank plan must fit), when reported."""
         totals = [d.memory_total for d in self.devices if d.memory_total]
         return min(totals) if totals else None
-
-
-# -- launch ----------------------------------------------------------------------------------
-@dataclass(frozen=True, eq=False)
-class LaunchFact(Fact):
-    """The ``launch`` fact: the parsed launch command (:class:`k3doctor.launch.LaunchSpec`) with its
-    parallel plan (tp, pp, dp, ep, world size, attention TP, GPUs per node) already derived."""
-
-    name: ClassVar[str] = "launch"
-    engine: str = ""
-    model: str | None = None
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    ep: int = 1
-    nnodes: int = 1
-    node_rank: int = 0
-    world_size: int = 1
-    attention_tp: int = 1
-    gpus_per_node: int | None = None
-    enable_dp_attention: bool = False
-    head_host: str | None = None
-    head_port: int | None = None
-    env: Mapping[str, str] = field(default_factory=dict, repr=False)
-    flags: Mapping[str, Any] = field(default_factory=dict, repr=False)
-    invalid: tuple[str, ...] = ()
-
-    @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> "LaunchFact":
-        def pos(key: str, default: int = 1) -> int:
-            v = _int(doc.get(key))
-            return v if v is not None and v > 0 else default
-
-        tp, pp, dp = pos("tp"), pos("pp"), pos("dp")
-        dpa = bool(doc.get("enable_dp_attention"))
-        engine = str(doc.get("engine") or "")
-        sglang_dpa = engine == "sglang" and dpa
-        world = _int(doc.get("world_size")) or world_size(engine, tp, pp, dp, dpa)
-        attn = tp // dp if sglang_dpa and tp % dp == 0 else tp
-        return cls(doc=doc, engine=engine, model=_str(doc.get("model")), tp=tp, pp=pp, dp=dp, ep=pos("ep"),
-                   nnodes=pos("nnodes"), node_rank=_int(doc.get("node_rank")) or 0, world_size=world,
-                   attention_tp=pos("attention_tp", attn), gpus_per_node=_int(doc.get("gpus_per_node")),
-                   enable_dp_attention=dpa, head_host=_str(doc.get("head_host")), head_port=_int(doc.get("head_port")),
-                   env={str(k): str(v) for k, v in _map(doc.get("env")).items()}, flags=dict(_map(doc.get("flags"))),
-                   invalid=_strs(doc.get("invalid")))
 
 
 # -- network and filesystem ------------------------------------------------------------------
@@ -327,7 +218,7 @@ class ClusterFact(Fact):
 
 
 #: fact name -> its type (the store converts these when they are set or probed)
-FACT_TYPES: dict[str, type[Fact]] = {t.name: t for t in (GpuFact, LaunchFact, NetFact, MountsFact, PathsFact, ModelFact,
+FACT_TYPES: dict[str, type[Fact]] = {t.name: t for t in (GpuFact, LaunchSpec, NetFact, MountsFact, PathsFact, ModelFact,
                                                           PackagesFact, ClusterFact)}
 
 

@@ -15,10 +15,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from types import SimpleNamespace
+from typing import Any, ClassVar, Mapping, Sequence
 
+from .factbase import Fact, _int, _str
 from .parallelism import world_size
 
 __all__ = ["LaunchSpec", "LaunchError", "parse_launch", "parse_env_file", "ENGINES"]
@@ -137,13 +139,22 @@ _KNOWN_BOOL_FLAGS: dict[str, frozenset[str]] = {
 }
 
 
-@dataclass
-class LaunchSpec:
-    """A parsed launch command. ``None`` means the flag was not given (engine default applies)."""
+@dataclass(frozen=True, eq=False)
+class LaunchSpec(Fact):
+    """The ``launch`` fact: a parsed launch command. ``None`` means the flag was not given (the
+    engine's default applies).
 
-    engine: str
-    entry: str
-    argv: list[str]
+    Besides the flags, the parallel plan is derived once, when the fact is built: ``world_size``,
+    ``attention_tp`` (SGLang dp-attention divides tp by dp), ``ep`` as the engine applies it (vLLM
+    ``--enable-expert-parallel``: tp·dp), ``gpus_per_node`` and the rendezvous ``head_host`` /
+    ``head_port``. As a :class:`~collections.abc.Mapping` it reads its JSON document (what
+    ``k3doctor snapshot`` writes under ``launch``).
+    """
+
+    name: ClassVar[str] = "launch"
+    engine: str = ""
+    entry: str = ""
+    argv: list[str] = field(default_factory=list)
     model: str | None = None
     tp: int = 1
     ep: int = 1
@@ -197,55 +208,100 @@ class LaunchSpec:
     #: fields whose launch value was rejected (CMD001): left at their default here, so a check that
     #: depends on one of them skips instead of judging a value the engine would never run with
     invalid: list[str] = field(default_factory=list)
+    # -- derived once (from_json) -----------------------------------------------------------
+    world_size: int = 1
+    attention_tp: int = 1
+    gpus_per_node: int | None = None
+    head_host: str | None = None
+    head_port: int | None = None
 
-    @property
-    def world_size(self) -> int:
-        """GPUs the plan uses: SGLang tp·pp (dp-attention lives inside tp; plain dp multiplies);
-        vLLM tp·pp·dp."""
-        return world_size(self.engine, self.tp, self.pp, self.dp, self.enable_dp_attention)
-
-    @property
-    def attention_tp(self) -> int:
-        """Ranks one attention layer is split over (SGLang dp-attention divides tp by dp)."""
-        if self.engine == "sglang" and self.enable_dp_attention and self.dp > 0 and self.tp % self.dp == 0:
-            return self.tp // self.dp
-        return self.tp
-
-    @property
-    def effective_ep(self) -> int:
-        """Expert-parallel size: SGLang ``--ep-size``; vLLM ``--enable-expert-parallel`` → tp·dp."""
-        if self.engine == "vllm":
-            return self.tp * self.dp if self.enable_expert_parallel else 1
-        return self.ep
-
-    def _split_addr(self) -> tuple[str | None, int | None]:
-        from .hostenv.netinfo import parse_hostport
-
-        if not (self.dist_init_addr or "").strip():
-            return None, self.master_port
-        host, port, _err = parse_hostport(self.dist_init_addr or "", default_port=self.master_port)
-        return host or None, port
-
-    @property
-    def head_host(self) -> str | None:
-        """Host part of the rendezvous address (``--dist-init-addr`` / ``--master-addr``)."""
-        return self._split_addr()[0]
-
-    @property
-    def head_port(self) -> int | None:
-        """Port of the rendezvous address, when given."""
-        return self._split_addr()[1]
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> "LaunchSpec":
+        """The typed fact of a ``launch`` document (a snapshot's, or :func:`parse_launch`'s); a value
+        of the wrong type falls back to the field's default, never an exception."""
+        kw: dict[str, Any] = {name: _lenient(doc.get(name), kind, default)
+                              for name, (kind, default) in _FACT_FIELDS.items() if name in doc}
+        for name in ("tp", "pp", "dp", "ep", "dcp", "nnodes"):
+            if name in kw and kw[name] < 1:
+                kw[name] = 1
+        spec = cls(doc=doc, **kw)
+        engine, tp, pp, dp, dpa = spec.engine, spec.tp, spec.pp, spec.dp, spec.enable_dp_attention
+        world = _int(doc.get("world_size")) or world_size(engine, tp, pp, dp, dpa)
+        attn = tp // dp if engine == "sglang" and dpa and tp % dp == 0 else tp
+        attn = _int(doc.get("attention_tp")) or attn
+        derived = {"world_size": world, "attention_tp": attn if attn > 0 else tp,
+                   "gpus_per_node": _int(doc.get("gpus_per_node")), "head_host": _str(doc.get("head_host")),
+                   "head_port": _int(doc.get("head_port"))}
+        for name, value in derived.items():
+            object.__setattr__(spec, name, value)
+        return spec
 
     def to_dict(self) -> dict[str, Any]:
-        """The ``launch`` fact."""
-        d = asdict(self)
-        d["world_size"] = self.world_size
-        d["attention_tp"] = self.attention_tp
-        d["ep"] = self.effective_ep
-        d["head_host"] = self.head_host
-        d["head_port"] = self.head_port
-        d["gpus_per_node"] = self.world_size // self.nnodes if self.nnodes > 0 and self.world_size % self.nnodes == 0 else None
-        return d
+        """The ``launch`` fact's JSON document."""
+        return self.to_json()
+
+
+def _lenient(value: Any, kind: str, default: Any) -> Any:
+    """``value`` when it has the field's JSON type ``kind``, else ``default``."""
+    ok = {
+        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+        "str": lambda v: isinstance(v, str),
+        "bool": lambda v: isinstance(v, bool),
+        "list": lambda v: isinstance(v, (list, tuple)),
+        "dict": lambda v: isinstance(v, Mapping),
+    }[kind](value)
+    if not ok:
+        return default
+    if kind == "float":
+        return float(value)
+    if kind == "list":
+        return [str(x) for x in value]
+    if kind == "dict":
+        return dict(value)
+    return value
+
+
+def _kind_and_default(f: Any) -> tuple[str, Any]:
+    text = str(f.type)
+    kind = next(k for k in ("list", "dict", "bool", "float", "int", "str") if text.startswith(k))
+    default = f.default_factory() if f.default_factory is not MISSING else f.default
+    return kind, default
+
+
+_DERIVED = ("world_size", "attention_tp", "gpus_per_node", "head_host", "head_port")
+#: field -> (JSON kind, default) of every field read from the document
+_FACT_FIELDS: dict[str, tuple[str, Any]] = {
+    f.name: _kind_and_default(f) for f in fields(LaunchSpec) if f.name != "doc" and f.name not in _DERIVED
+}
+
+
+def _draft(engine: str, entry: str, argv: list[str]) -> SimpleNamespace:
+    """A mutable draft with every field at its default, filled while parsing."""
+    values = {name: (list(d) if isinstance(d, list) else dict(d) if isinstance(d, dict) else d)
+              for name, (_kind, d) in _FACT_FIELDS.items()}
+    return SimpleNamespace(**{**values, "engine": engine, "entry": entry, "argv": argv})
+
+
+def _finish(draft: SimpleNamespace) -> LaunchSpec:
+    """The ``launch`` document of a finished draft, with the derived plan, as a :class:`LaunchSpec`."""
+    from .hostenv.netinfo import parse_hostport
+
+    d = dict(vars(draft))
+    world = world_size(d["engine"], d["tp"], d["pp"], d["dp"], d["enable_dp_attention"])
+    if d["engine"] == "sglang" and d["enable_dp_attention"] and d["dp"] > 0 and d["tp"] % d["dp"] == 0:
+        d["attention_tp"] = d["tp"] // d["dp"]
+    else:
+        d["attention_tp"] = d["tp"]
+    if d["engine"] == "vllm":  # vLLM has no EP size: --enable-expert-parallel spreads experts over tp·dp
+        d["ep"] = d["tp"] * d["dp"] if d["enable_expert_parallel"] else 1
+    host, port = None, d["master_port"]
+    if (d["dist_init_addr"] or "").strip():
+        h, port, _err = parse_hostport(d["dist_init_addr"], default_port=d["master_port"])
+        host = h or None
+    d.update(world_size=world, head_host=host, head_port=port,
+             gpus_per_node=world // d["nnodes"] if d["nnodes"] > 0 and world % d["nnodes"] == 0 else None)
+    return LaunchSpec.from_json(d)
 
 
 def parse_env_file(path: str | Path) -> dict[str, str]:
@@ -376,7 +432,7 @@ def parse_launch(
     if not words or words == ["env"]:
         raise LaunchError("the launch command after `--` is empty; give it, e.g. `-- sglang serve --model-path …`")
     engine, entry, start = _detect(words)
-    spec = LaunchSpec(engine=engine, entry=entry, argv=list(words))
+    spec = _draft(engine, entry, list(words))
     file_env = parse_env_file(env_file) if env_file else {}
     env: dict[str, str] = dict(process_env or {})
     env.update(file_env)
@@ -386,7 +442,7 @@ def parse_launch(
 
     seen = _parse_flags(spec, engine, words[start:])
     _check_values(spec, engine, seen)
-    return spec
+    return _finish(spec)
 
 
 def _normal_flag(engine: str, flag: str) -> str:
@@ -397,7 +453,7 @@ def _normal_flag(engine: str, flag: str) -> str:
     return flag
 
 
-def _parse_flags(spec: LaunchSpec, engine: str, args: list[str]) -> dict[str, str]:
+def _parse_flags(spec: SimpleNamespace, engine: str, args: list[str]) -> dict[str, str]:
     """Fill ``spec`` from the engine's arguments; returns field name -> the flag that set it."""
     aliases = _alias_table(engine)
     known_values = _KNOWN_VALUE_FLAGS[engine]
@@ -453,7 +509,7 @@ def _parse_flags(spec: LaunchSpec, engine: str, args: list[str]) -> dict[str, st
     return seen
 
 
-def _check_values(spec: LaunchSpec, engine: str, seen: Mapping[str, str]) -> None:
+def _check_values(spec: SimpleNamespace, engine: str, seen: Mapping[str, str]) -> None:
     """Values the engine would refuse (CMD001): recorded as errors, the field reset to its default."""
     if engine == "vllm" and spec.model is None and spec.positional:
         spec.model = spec.positional.pop(0)

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from k3doctor.facts import Facts, load_snapshot
-from k3doctor.facttypes import FACT_TYPES, ClusterFact, GpuFact, LaunchFact, ModelFact, NetFact, PackagesFact, typed
+from k3doctor.facttypes import FACT_TYPES, ClusterFact, GpuFact, ModelFact, NetFact, PackagesFact, typed
 from k3doctor.launch import parse_launch
+from k3doctor.launch import LaunchSpec
 
 SNAPSHOTS = sorted((Path(__file__).parent.parent / "fixtures" / "snapshots").glob("*.json"))
 REAL = [p for p in SNAPSHOTS if p.name in ("h200-live-device.json", "h200-1gpu.json", "h200x8-hgx-node0.json")]
@@ -52,7 +53,7 @@ def test_launch_fact_carries_the_parallel_plan() -> None:
     spec = parse_launch("sglang serve --model-path m --tp 16 --ep 16 --dp 2 --enable-dp-attention --nnodes 2 "
                         "--dist-init-addr 10.0.0.1:5000")
     launch = typed("launch", spec.to_dict())
-    assert isinstance(launch, LaunchFact)
+    assert isinstance(launch, LaunchSpec)
     assert (launch.tp, launch.ep, launch.dp, launch.world_size, launch.attention_tp) == (16, 16, 2, 16, 8)
     assert (launch.nnodes, launch.gpus_per_node, launch.head_host, launch.head_port) == (2, 8, "10.0.0.1", 5000)
     assert launch.world_size == spec.world_size
@@ -69,7 +70,7 @@ def test_malformed_documents_never_raise(name: str, garbage: dict) -> None:
 def test_typed_fields_of_malformed_documents_are_empty_not_wrong() -> None:
     gpu = GpuFact.from_json({"ok": True, "devices": [{"cc": ["9", 0], "memory_total": "141 GB"}, "junk"]})
     assert len(gpu.devices) == 1 and gpu.devices[0].cc is None and gpu.devices[0].memory_total is None
-    launch = LaunchFact.from_json({"tp": -4, "pp": True, "world_size": None})
+    launch = LaunchSpec.from_json({"tp": -4, "pp": True, "world_size": None})
     assert (launch.tp, launch.pp, launch.world_size) == (1, 1, 1)
     cluster = ClusterFact.from_json({"nodes": [{"node_rank": 1, "hostname": "b"}, {"node_rank": 0}], "nnodes": 2})
     assert [n.node_rank for n in cluster.nodes] == [0, 1]
@@ -84,7 +85,7 @@ def test_store_types_set_and_probed_facts_but_not_other_values() -> None:
     assert type(facts.get("limits")) is dict
     assert isinstance(facts.get("net"), NetFact)
     facts.set("launch", {"engine": "vllm", "tp": 8})
-    assert isinstance(facts.get("launch"), LaunchFact) and facts.get("launch").engine == "vllm"
+    assert isinstance(facts.get("launch"), LaunchSpec) and facts.get("launch").engine == "vllm"
     assert facts.known()["launch"] == {"engine": "vllm", "tp": 8}
 
 

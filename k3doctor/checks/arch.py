@@ -22,7 +22,8 @@ from ..archrules import (
     resolve_model,
 )
 from ..check import Check, module_checks
-from ..facttypes import GpuFact, LaunchFact, ModelFact, PackagesFact
+from ..facttypes import GpuFact, ModelFact, PackagesFact
+from ..launch import LaunchSpec
 from ..model import Finding, Severity
 
 from ._arch_common import (  # noqa: F401 - the family's shared constants and helpers
@@ -61,7 +62,7 @@ class ARCH001(Check):
 
     url = "https://github.com/sgl-project/sglang/blob/main/python/sglang/srt/server_args.py"
 
-    def run(self, launch: LaunchFact, gpu: GpuFact, packages: PackagesFact | None = None,
+    def run(self, launch: LaunchSpec, gpu: GpuFact, packages: PackagesFact | None = None,
             model: ModelFact | None = None) -> Iterator[Finding]:
         groups = _groups_or_skip(gpu, self)
         table = load_rules()
@@ -163,7 +164,7 @@ class ARCH002(Check):
 
     severity = Severity.INFO
 
-    def run(self, gpu: GpuFact, launch: LaunchFact | None = None,
+    def run(self, gpu: GpuFact, launch: LaunchSpec | None = None,
             model: ModelFact | None = None) -> Iterator[Finding]:
         model_fact = model
         if launch is None and model_fact is None:
@@ -241,7 +242,7 @@ class ARCH003(Check):
 
     url = "https://github.com/vllm-project/recipes/issues/698"
 
-    def run(self, launch: LaunchFact, gpu: GpuFact | None = None,
+    def run(self, launch: LaunchSpec, gpu: GpuFact | None = None,
             packages: PackagesFact | None = None, model: ModelFact | None = None) -> Iterator[Finding]:
         if launch.get("engine") != "vllm":
             return
@@ -328,7 +329,7 @@ class ARCH004(Check):
     severity = Severity.WARNING
     url = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-mnnvl-enable"
 
-    def run(self, gpu: GpuFact, launch: LaunchFact | None = None,
+    def run(self, gpu: GpuFact, launch: LaunchSpec | None = None,
             env: Mapping[str, Any] | None = None, packages: PackagesFact | None = None) -> Iterator[Finding]:
         if launch:
             env = launch.get("env")

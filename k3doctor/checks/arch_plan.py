@@ -12,7 +12,8 @@ from ..archrules import (
     format_cc,
 )
 from ..check import Check, module_checks
-from ..facttypes import GpuFact, LaunchFact, ModelFact
+from ..facttypes import GpuFact, ModelFact
+from ..launch import LaunchSpec
 from ..model import Finding, Severity
 
 from ._arch_common import (  # noqa: F401 - the family's shared constants and helpers
@@ -45,7 +46,7 @@ class ARCH005(Check):
     Use the sizes the finding lists (they divide the model's heads/experts and the GPUs).
     """
 
-    def run(self, launch: LaunchFact, gpu: GpuFact | None = None,
+    def run(self, launch: LaunchSpec, gpu: GpuFact | None = None,
             model: ModelFact | None = None) -> Iterator[Finding]:
         engine = str(launch.get("engine") or "")
         info = _model(launch, model)
@@ -58,10 +59,10 @@ class ARCH005(Check):
         heads = info.heads
         if not heads:
             return
-        attn_tp = LaunchFact.of(launch).attention_tp
+        attn_tp = LaunchSpec.of(launch).attention_tp
         if heads % attn_tp == 0:
             return
-        valid = _divisors(heads, max(LaunchFact.of(launch).world_size, attn_tp))
+        valid = _divisors(heads, max(LaunchSpec.of(launch).world_size, attn_tp))
         said = _engine_says(
             engine,
             vllm=f"Total number of attention heads ({heads}) must be divisible by tensor parallel size ({attn_tp}).",
@@ -81,7 +82,7 @@ class ARCH005(Check):
         ep = _int(launch, "ep")
         if not experts or ep <= 1 or experts % ep == 0:
             return
-        valid = _divisors(experts, max(LaunchFact.of(launch).world_size, ep))
+        valid = _divisors(experts, max(LaunchSpec.of(launch).world_size, ep))
         mega = str(launch.get("moe_runner_backend") or "") == "deep_gemm_mega_moe"
         if engine == "vllm" and not (mega and info.family == "kimi-k3"):
             return  # vLLM's FusedMoE spreads the remainder; only K3 MegaMoE asserts
@@ -136,7 +137,7 @@ class ARCH005(Check):
         gpus = len([d for d in gpu.get("devices") or [] if isinstance(d, Mapping)])
         if gpus == 0:
             return
-        world = LaunchFact.of(launch).world_size
+        world = LaunchSpec.of(launch).world_size
         nnodes = _int(launch, "nnodes")
         ray = str(launch.get("distributed_executor_backend") or "").lower() == "ray"
         tp, pp, dp = _int(launch, "tp"), _int(launch, "pp"), _int(launch, "dp")
@@ -216,7 +217,7 @@ class ARCH006(Check):
 
     url = "https://github.com/vllm-project/vllm/blob/main/vllm/models/kimi_k3/nvidia/model.py"
 
-    def run(self, launch: LaunchFact, model: ModelFact | None = None) -> Iterator[Finding]:
+    def run(self, launch: LaunchSpec, model: ModelFact | None = None) -> Iterator[Finding]:
         if launch.get("engine") != "vllm" or str(launch.get("moe_runner_backend") or "") != "deep_gemm_mega_moe":
             return
         flags = launch.get("flags") or {}
@@ -273,14 +274,14 @@ class ARCH007(Check):
     severity = Severity.INFO
     url = "https://github.com/vllm-project/vllm/blob/main/vllm/models/kimi_k3/nvidia/kda.py"
 
-    def run(self, launch: LaunchFact, gpu: GpuFact | None = None,
+    def run(self, launch: LaunchSpec, gpu: GpuFact | None = None,
             model: ModelFact | None = None) -> Iterator[Finding]:
         info = _model(launch, model)
         if info.family != "kimi-k3":
             return
         engine = str(launch.get("engine") or "")
         kda = info.kda_heads or info.heads or 96
-        attn_tp = LaunchFact.of(launch).attention_tp
+        attn_tp = LaunchSpec.of(launch).attention_tp
         allowed = _SGLANG_FUSED_KDA_LOCAL_HEADS if engine == "sglang" else _VLLM_FUSED_KDA_LOCAL_HEADS
         if engine in ("sglang", "vllm") and kda % attn_tp == 0 and kda // attn_tp not in allowed:
             local = kda // attn_tp

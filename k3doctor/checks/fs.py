@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..check import Check, module_checks
-from ..facttypes import ClusterFact, GpuFact, LaunchFact, MountsFact, PathsFact
+from ..facttypes import ClusterFact, GpuFact, MountsFact, PathsFact
+from ..launch import LaunchSpec
 from ..hostenv import sanitize
 from ..hostenv.topology import launch_env_of, nnodes_of, ranks_per_node_of
 from ..model import Finding, Severity
@@ -98,7 +99,7 @@ class FS001(Check):
     `eval "$(k3doctor env)"` on each node, which prints all of them.
     """
 
-    def run(self, paths: PathsFact, launch: LaunchFact | None = None,
+    def run(self, paths: PathsFact, launch: LaunchSpec | None = None,
             mounts: MountsFact | None = None, env: Mapping[str, str] | None = None,
             gpu: GpuFact | None = None, cluster: ClusterFact | None = None,
             options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
@@ -147,7 +148,7 @@ class FS002(Check):
     `export TRITON_CACHE_DIR=/tmp/k3doctor-$USER/triton` (or `eval "$(k3doctor env)"`).
     """
 
-    def run(self, paths: PathsFact, launch: LaunchFact | None = None,
+    def run(self, paths: PathsFact, launch: LaunchSpec | None = None,
             mounts: MountsFact | None = None, env: Mapping[str, str] | None = None) -> Iterable[Finding]:
         for e in _entries(paths, launch, mounts, env):
             if e.get("key") in ("home", "model"):
@@ -190,7 +191,7 @@ class FS003(Check):
 
     severity = Severity.INFO
 
-    def run(self, paths: PathsFact, launch: LaunchFact | None = None,
+    def run(self, paths: PathsFact, launch: LaunchSpec | None = None,
             mounts: MountsFact | None = None, env: Mapping[str, str] | None = None) -> Iterable[Finding]:
         model = next((e for e in _entries(paths, launch, mounts, env) if e.get("key") == "model"), None)
         paths = _paths(paths)
@@ -245,7 +246,7 @@ class FS004(Check):
 
     severity = Severity.INFO
 
-    def run(self, paths: PathsFact, launch: LaunchFact | None = None,
+    def run(self, paths: PathsFact, launch: LaunchSpec | None = None,
             mounts: MountsFact | None = None, env: Mapping[str, str] | None = None,
             cluster: ClusterFact | None = None, options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         entries = _entries(paths, launch, mounts, env)

@@ -12,7 +12,8 @@ import re
 from typing import Any, Iterator, Mapping
 
 from ..check import Check, module_checks
-from ..facttypes import GpuFact, LaunchFact, PackagesFact
+from ..facttypes import GpuFact, PackagesFact
+from ..launch import LaunchSpec
 from ..model import Finding, Severity
 from ._gpu_common import (  # noqa: F401 - the family's shared constants and helpers
     CUDA_CONTEXT_BYTES, FREE_MEMORY_RATIO, GB, HW_THROTTLE_BITS, SGLANG_IMBALANCE_RATIO,
@@ -142,7 +143,7 @@ class GPU002(Check):
 
     requires = ("GPU001",)
 
-    def run(self, gpu: GpuFact | None = None, launch: LaunchFact | None = None,
+    def run(self, gpu: GpuFact | None = None, launch: LaunchSpec | None = None,
             env: Mapping[str, Any] | None = None,
             options: Mapping[str, Any] | None = None) -> Iterator[Finding]:
         devices = _devices(_gpu(gpu))
@@ -171,7 +172,7 @@ class GPU002(Check):
             flags = launch.get("flags")
             nnodes = max(int(launch.get("nnodes") or 1), 1)
             nnodes_given = nnodes > 1 or (isinstance(flags, Mapping) and "--nnodes" in flags)
-            world = LaunchFact.of(launch).world_size
+            world = LaunchSpec.of(launch).world_size
             needed = math.ceil(world / nnodes)
             dp_part = "" if dp == 1 or dp_attention else f" × dp {dp}"
             basis = f"tp {tp} × pp {pp}{dp_part} = {world} ranks over {nnodes} node(s)"
@@ -379,11 +380,11 @@ class GPU012(Check):
     requires = ("GPU001",)
     severity = Severity.WARNING
 
-    def run(self, gpu: GpuFact | None = None, launch: LaunchFact | None = None,
+    def run(self, gpu: GpuFact | None = None, launch: LaunchSpec | None = None,
             env: Mapping[str, Any] | None = None) -> Iterator[Finding]:
         gpu = _gpu(gpu)
         devices = _with(gpu, _devices(gpu), "memory_total", "memory_free", what="memory usage")
-        launch = launch if isinstance(launch, Mapping) else LaunchFact.from_json({})
+        launch = launch if isinstance(launch, Mapping) else LaunchSpec.from_json({})
         yield from self._processes(devices)
         yield from self._low_free(devices)
         yield from self._imbalance(devices, launch, _env(env, launch))

@@ -6,9 +6,9 @@ import difflib
 from typing import Iterator
 
 from ..check import Check, module_checks
-from ..facttypes import LaunchFact
 from ..launch import _FIELDS, _KNOWN_BOOL_FLAGS, _KNOWN_VALUE_FLAGS
 from ..model import Finding, Severity
+from ..launch import LaunchSpec
 
 
 class CMD001(Check):
@@ -28,7 +28,7 @@ class CMD001(Check):
     Correct the value named in the finding.
     """
 
-    def run(self, launch: LaunchFact) -> Iterator[Finding]:
+    def run(self, launch: LaunchSpec) -> Iterator[Finding]:
         for error in launch.get("errors", []):
             flag = error.split(" ", 1)[0].rstrip(":")
             yield self.finding(
@@ -57,7 +57,7 @@ class CMD002(Check):
 
     severity = Severity.INFO
 
-    def run(self, launch: LaunchFact) -> Iterator[Finding]:
+    def run(self, launch: LaunchSpec) -> Iterator[Finding]:
         engine = launch["engine"]
         known = set(_KNOWN_VALUE_FLAGS.get(engine, ())) | set(_KNOWN_BOOL_FLAGS.get(engine, ()))
         for _kind, per_engine in _FIELDS.values():

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ..check import Check, module_checks
-from ..facttypes import GpuFact, LaunchFact
+from ..facttypes import GpuFact
+from ..launch import LaunchSpec
 from ..model import Finding, Severity
 from ..units import gib as _gib
 
@@ -88,7 +89,7 @@ class MEM001(Check):
 
     severity = Severity.ERROR
 
-    def run(self, launch: LaunchFact, gpu: GpuFact, plan: "Plan",
+    def run(self, launch: LaunchSpec, gpu: GpuFact, plan: "Plan",
             inventory: "Inventory") -> Iterator[Finding]:
         if plan.weights_fit:
             return
@@ -144,7 +145,7 @@ class MEM002(Check):
 
     severity = Severity.ERROR
 
-    def run(self, launch: LaunchFact, gpu: GpuFact, plan: "Plan") -> Iterator[Finding]:
+    def run(self, launch: LaunchSpec, gpu: GpuFact, plan: "Plan") -> Iterator[Finding]:
         if not plan.weights_fit or plan.kv_fits or plan.header_only:
             return
         implicit = bool(getattr(plan, "context_implicit", False))
@@ -190,7 +191,7 @@ class MEM003(Check):
 
     severity = Severity.ERROR
 
-    def run(self, launch: LaunchFact, gpu: GpuFact, plan: "Plan") -> Iterator[Finding]:
+    def run(self, launch: LaunchSpec, gpu: GpuFact, plan: "Plan") -> Iterator[Finding]:
         if plan.load_fits:
             return
         worst = max(plan.stages, key=lambda s: s.load_peak_bytes)
@@ -228,7 +229,7 @@ class MEM004(Check):
 
     severity = Severity.WARNING
 
-    def run(self, launch: LaunchFact, gpu: GpuFact, plan: "Plan",
+    def run(self, launch: LaunchSpec, gpu: GpuFact, plan: "Plan",
             inventory: "Inventory") -> Iterator[Finding]:
         from dataclasses import replace
 

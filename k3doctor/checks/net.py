@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..check import Check, module_checks
-from ..facttypes import ClusterFact, LaunchFact, NetFact
+from ..facttypes import ClusterFact, NetFact
+from ..launch import LaunchSpec
 from ..hostenv import ifname, sanitize
 from ..hostenv.netinfo import candidates
 from ..hostenv.topology import launch_env_of, nnodes_of
@@ -98,7 +99,7 @@ class NET001(Check):
     """
 
 
-    def run(self, net: NetFact, launch: LaunchFact | None = None,
+    def run(self, net: NetFact, launch: LaunchSpec | None = None,
             env: Mapping[str, Any] | None = None,
             rendezvous: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
@@ -172,7 +173,7 @@ class NET002(Check):
     """
 
 
-    def run(self, net: NetFact, launch: LaunchFact | None = None,
+    def run(self, net: NetFact, launch: LaunchSpec | None = None,
             env: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
         raw = launch_env_of(launch, env).get("NCCL_IB_HCA")
@@ -241,7 +242,7 @@ class NET003(Check):
 
     severity = Severity.WARNING
 
-    def run(self, net: NetFact, launch: LaunchFact | None = None,
+    def run(self, net: NetFact, launch: LaunchSpec | None = None,
             env: Mapping[str, Any] | None = None, rendezvous: Mapping[str, Any] | None = None,
             cluster: ClusterFact | None = None,
             options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
@@ -288,7 +289,7 @@ class NET004(Check):
     """
 
 
-    def run(self, net: NetFact, launch: LaunchFact | None = None,
+    def run(self, net: NetFact, launch: LaunchSpec | None = None,
             env: Mapping[str, Any] | None = None, rendezvous: Mapping[str, Any] | None = None,
             cluster: ClusterFact | None = None,
             options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
@@ -336,7 +337,7 @@ class NET005(Check):
     """
 
 
-    def run(self, rendezvous: Mapping[str, Any], launch: LaunchFact | None = None,
+    def run(self, rendezvous: Mapping[str, Any], launch: LaunchSpec | None = None,
             cluster: ClusterFact | None = None,
             options: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         rdv = _rdv(rendezvous, required=True)
@@ -396,7 +397,7 @@ class NET006(Check):
 
     severity = Severity.WARNING
 
-    def run(self, net: NetFact, cluster: ClusterFact | None = None, launch: LaunchFact | None = None,
+    def run(self, net: NetFact, cluster: ClusterFact | None = None, launch: LaunchSpec | None = None,
             env: Mapping[str, Any] | None = None,
             rendezvous: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
@@ -458,7 +459,7 @@ class NET007(Check):
     severity = Severity.WARNING
 
     def run(self, net: NetFact, rendezvous: Mapping[str, Any],
-            launch: LaunchFact | None = None,
+            launch: LaunchSpec | None = None,
             env: Mapping[str, Any] | None = None) -> Iterable[Finding]:
         net = _net(net)
         rdv = _rdv(rendezvous, required=True)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from ..check import Check, module_checks
-from ..facttypes import GpuFact, LaunchFact, ModelFact
+from ..facttypes import GpuFact, ModelFact
+from ..launch import LaunchSpec
 from ..hostenv import sanitize
 from ..hostenv.topology import launch_env_of, ranks_per_node_of
 from ..model import Finding, Severity
@@ -49,7 +50,7 @@ class OS001(Check):
     (`medium: Memory`, `sizeLimit: 16Gi`) at `/dev/shm`. At least 1 GiB.
     """
 
-    def run(self, limits: Mapping[str, Any], launch: LaunchFact | None = None,
+    def run(self, limits: Mapping[str, Any], launch: LaunchSpec | None = None,
             gpu: GpuFact | None = None) -> Iterable[Finding]:
         shm = _limits(limits).get("shm")
         if not isinstance(shm, Mapping):
@@ -94,7 +95,7 @@ class OS002(Check):
     `* - memlock unlimited`, `docker run --ulimit memlock=-1:-1`, Slurm `PropagateResourceLimits`.
     """
 
-    def run(self, limits: Mapping[str, Any], launch: LaunchFact | None = None,
+    def run(self, limits: Mapping[str, Any], launch: LaunchSpec | None = None,
             env: Mapping[str, str] | None = None) -> Iterable[Finding]:
         lim = _limits(limits)
         env = launch_env_of(launch, env)
@@ -188,7 +189,7 @@ class OS004(Check):
     severity = Severity.WARNING
 
     def run(self, limits: Mapping[str, Any], model: ModelFact | None = None,
-            launch: LaunchFact | None = None, gpu: GpuFact | None = None) -> Iterable[Finding]:
+            launch: LaunchSpec | None = None, gpu: GpuFact | None = None) -> Iterable[Finding]:
         lim = _limits(limits)
         total, biggest = _model_sizes(model)
         if biggest is None:

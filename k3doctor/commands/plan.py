@@ -1,6 +1,7 @@
 """``k3doctor plan``: per-rank GPU memory projection for a model and a parallel plan."""
 
 from __future__ import annotations
+from ..launch import LaunchSpec
 
 import json
 import sys
@@ -8,7 +9,6 @@ from typing import Any, NoReturn
 
 import click
 
-from ..facttypes import LaunchFact
 
 from ..units import NVML_IDLE_RESERVE
 from .check import DashDashCommand
@@ -97,7 +97,7 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
     gpn = gpus_per_node or gpn_default
     if nnodes is None and "--nnodes" not in (launch_d.get("flags") or {}) and gpn:
         # vLLM multi-node runs (Ray) carry no --nnodes: infer whole nodes from the plan size
-        world = LaunchFact.from_json({k: v for k, v in launch_d.items() if k != "world_size"}).world_size
+        world = LaunchSpec.from_json({k: v for k, v in launch_d.items() if k != "world_size"}).world_size
         launch_d["nnodes"] = max(int(launch_d.get("nnodes") or 1), -(-world // gpn))
     options: dict[str, Any] = {"model_dir": model_ref, "concurrency": concurrency, "gpus_per_node": gpn}
     if measured is not None:
