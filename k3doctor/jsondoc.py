@@ -40,6 +40,8 @@ def load_versioned_json(path: str | Path, *, kind: str, schema_version: int, wha
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise error(f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); {remedy}") from None
+    except ValueError as exc:  # e.g. a number with more digits than Python converts
+        raise error(f"{p}: not usable JSON ({str(exc)[:120]}); {remedy}") from None
     except RecursionError:
         raise error(f"{p}: not valid JSON (nested too deeply); {remedy}") from None
     if not isinstance(doc, dict) or doc.get("kind") != kind:

@@ -18,8 +18,9 @@ Both are linear in the text (no nested or backtracking quantifiers) and import n
 from __future__ import annotations
 
 import re
+from typing import Any, Iterable
 
-__all__ = ["sanitize", "json_safe", "has_control"]
+__all__ = ["sanitize", "json_safe", "has_control", "safe_console"]
 
 #: A whole escape sequence: 7-bit and 8-bit CSI; OSC/DCS/SOS/PM/APC strings up to their terminator
 #: (BEL or ST), the next ESC, the end of the line or of the text; any other ESC sequence.
@@ -54,3 +55,32 @@ def json_safe(doc: str) -> str:
     if not _C1_OR_DEL.search(doc):
         return doc
     return _C1_OR_DEL.sub(lambda m: f"\\u{ord(m.group()):04x}", doc)
+
+
+def safe_console(**kwargs: Any) -> Any:
+    """A rich ``Console`` (same arguments) that sanitizes the text of everything it prints, while
+    keeping its own styling: the text of each rendered segment goes through :func:`sanitize` just
+    before rich adds its colour codes, so a model name, a tensor name or a log line that carries an
+    escape sequence is shown, never acted on, even on a colour terminal."""
+    return _safe_console_class()(**kwargs)
+
+
+_SAFE_CONSOLE: list[Any] = []
+
+
+def _safe_console_class() -> Any:
+    if _SAFE_CONSOLE:
+        return _SAFE_CONSOLE[0]
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class SafeConsole(Console):
+        def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+            return super()._render_buffer(
+                seg if seg.control or not has_control(seg.text) else Segment(sanitize(seg.text), seg.style)
+                for seg in buffer
+            )
+
+    _SAFE_CONSOLE.append(SafeConsole)
+    return SafeConsole
+

@@ -19,6 +19,12 @@ def _fail(msg: str) -> NoReturn:
     raise click.UsageError(msg)
 
 
+class _Crashed(click.ClickException):
+    """k3doctor itself broke while projecting (a bug, not bad input): one line, exit 3."""
+
+    exit_code = 3
+
+
 @click.command(cls=DashDashCommand, context_settings={"max_content_width": 100})
 @click.option("--model", "model", help="Model directory (shard headers / config.json), a config.json, or a known "
               "Hub id (moonshotai/Kimi-K3) for planning before download.")
@@ -75,7 +81,7 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
           concurrency: int | None, kv_cache_dtype: str | None, mem_fraction: float | None, do_search: bool,
           top: int, max_nodes: int, measured_gib: float | None, engine_log: str | None, fmt: str,
           as_json: bool, launch: tuple[str, ...]) -> None:
-    from ..facts import Facts
+    from ..facts import Facts, ProbeError
     from ..memory.placement import PlanError
     from ..memory.plan import plan_from_facts
     from ..model import Skip
@@ -112,6 +118,9 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
         inv = facts.get("inventory")  # the derived fact the MEM checks plan with (k3doctor.derived)
     except Skip as exc:
         _fail(exc.reason)
+    except ProbeError as exc:
+        raise _Crashed(f"{model_ref}: the projection crashed ({exc.detail}); please report it with the "
+                       "config.json") from None
 
     if do_search:
         _search(inv, launch_d, facts, gpn or 8, max_nodes, top, as_json)
@@ -131,6 +140,9 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
         _fail(f"impossible plan: {exc}{_node_hint(str(exc))}")
     except ValueError as exc:
         _fail(str(exc))
+    except ProbeError as exc:
+        raise _Crashed(f"{model_ref}: the projection crashed ({exc.detail}); please report it with the "
+                       "config.json") from None
     _emit_plan(ctx, plan, _mem_findings(facts), log_fig, engine_log, as_json)
 
 
@@ -248,11 +260,10 @@ def _emit_plan(ctx: click.Context, plan: Any, findings: list[Any], log_fig: Any,
             doc["engine_log"] = log_doc
         click.echo(json.dumps(doc, indent=1))
     else:
-        from rich.console import Console
-
         from ..memory.render import render_plan
+        from ..termsafe import safe_console
 
-        console = Console(highlight=False, soft_wrap=True)
+        console = safe_console(highlight=False, soft_wrap=True)
         render_plan(plan, console, findings)
         if log_lines:
             from rich.markup import escape
@@ -278,11 +289,10 @@ def _search(inv: Any, launch_d: dict[str, Any], facts: Any, gpn: int, max_nodes:
                "candidates": [c.to_dict() for c in cands]}
         click.echo(json.dumps(doc, indent=1))
     else:
-        from rich.console import Console
-
         from ..memory.render import render_search
+        from ..termsafe import safe_console
 
-        render_search(cands, Console(highlight=False, soft_wrap=True), top)
+        render_search(cands, safe_console(highlight=False, soft_wrap=True), top)
     if not any(c.fits for c in cands):
         sys.stderr.write("k3doctor: no plan fits; raise --max-nodes or use a larger GPU type\n")
         raise SystemExit(1)

@@ -245,6 +245,8 @@ def _json_file(p: Path) -> dict[str, Any]:
         raise InventoryError(f"{exc.path}: cannot read ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise InventoryError(f"{p}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except ValueError as exc:  # e.g. a number with more digits than Python converts
+        raise InventoryError(f"{p}: not usable JSON ({str(exc)[:120]})") from None
     except RecursionError:
         raise InventoryError(f"{p}: not valid JSON (nested too deeply)") from None
     if not isinstance(doc, dict):

@@ -386,11 +386,17 @@ def _hybrid_layers(cfg: Mapping[str, Any], L: int, moe_layers: tuple[int, ...], 
 def spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
     """Build a :class:`ModelSpec` or raise :class:`UnknownArchitecture` naming missing fields
     (a field of an unexpected type is reported the same way, never as a traceback)."""
+    from .configlimits import ConfigLimitError, check_config_limits
+
     try:
+        if isinstance(config, Mapping):
+            check_config_limits(config)
         return _spec_from_config(config)
     except UnknownArchitecture:
         raise
-    except (TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+    except ConfigLimitError as exc:
+        raise UnknownArchitecture(str(exc), missing=[]) from None
+    except (TypeError, ValueError, KeyError, IndexError, AttributeError, ArithmeticError) as exc:
         raise UnknownArchitecture(f"config.json has a field this projection cannot read ({type(exc).__name__}: "
                                   f"{str(exc)[:160]})", missing=[]) from None
 

@@ -1,0 +1,97 @@
+"""A damaged or hostile config.json ends in one message naming the field (exit 2 from ``plan``, a
+skip reason in ``check``), fast, with no traceback; names from it never act on the terminal."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from click.testing import CliRunner
+
+from k3doctor.cli import main
+from k3doctor.memory.configlimits import ConfigLimitError, check_config_limits
+
+ROOT = Path(__file__).resolve().parent.parent
+DENSE = json.loads((ROOT / "fixtures/receipts/configs/deepseek-r1-distill-qwen-14b-awq.json").read_text())
+
+MUTATIONS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "layers-1e9": (lambda c: c.update(num_hidden_layers=10**9), "num_hidden_layers = 1000000000"),
+    "layers-inf-float": (lambda c: c.update(num_hidden_layers=1e308), "num_hidden_layers = 1e+308"),
+    "heads-0": (lambda c: c.update(num_attention_heads=0), "num_attention_heads = 0"),
+    "experts-1e9": (lambda c: c.update(num_experts=10**9), "num_experts = 1000000000"),
+    "gptq-bits-0": (lambda c: c.update(quantization_config={"quant_method": "gptq", "bits": 0, "group_size": 128}),
+                    "quantization_config.bits = 0"),
+    "group-0": (lambda c: c.update(quantization_config={"quant_method": "awq", "bits": 4, "group_size": 0}),
+                "quantization_config.group_size = 0"),
+    "fp8-block-0": (lambda c: c.update(quantization_config={"quant_method": "fp8", "weight_block_size": [0, 128]}),
+                    "weight_block_size = [0, 128]"),
+    "ignore-300k": (lambda c: c.update(quantization_config={"quant_method": "fp8", "weight_block_size": [128, 128],
+                                                            "modules_to_not_convert": ["x"] * 300_000}),
+                    "lists 300,000 modules"),
+    "vision-1e6": (lambda c: c.update(vision_config={"hidden_size": 1152, "num_hidden_layers": 10**6}),
+                   "vision_config.num_hidden_layers = 1000000"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MUTATIONS))
+def test_plan_names_the_field(tmp_path: Path, name: str) -> None:
+    mutate, said = MUTATIONS[name]
+    cfg = json.loads(json.dumps(DENSE))
+    mutate(cfg)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    t0 = time.monotonic()
+    res = CliRunner().invoke(main, ["plan", "--model", str(tmp_path), "--target", "h200-141g", "--tp", "2"])
+    assert time.monotonic() - t0 < 10
+    assert res.exit_code == 2, res.output
+    assert said in res.output and "Traceback" not in res.output
+
+
+def test_a_number_too_long_for_python_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(DENSE)[:-1] + ', "vocab_size": ' + "9" * 5000 + "}")
+    res = CliRunner().invoke(main, ["plan", "--model", str(tmp_path), "--target", "h200-141g"])
+    assert res.exit_code == 2 and "not usable JSON" in res.output and "Traceback" not in res.output
+
+
+def test_check_skips_the_memory_checks_with_the_reason(tmp_path: Path) -> None:
+    cfg = {**DENSE, "num_hidden_layers": 10**9}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    res = CliRunner().invoke(main, ["check", "--target", "h200-141g", "--model", str(tmp_path), "--select", "MEM",
+                                    "-f", "json", "--", "vllm", "serve", str(tmp_path), "-tp", "2"])
+    doc = json.loads(res.stdout)
+    assert res.exit_code in (0, 1) and doc["summary"]["crashed"] == 0
+    reasons = " ".join(r.get("reason") or "" for r in doc["results"])
+    assert "num_hidden_layers = 1000000000" in reasons
+
+
+def test_terminal_escapes_in_config_names_do_not_reach_the_output(tmp_path: Path) -> None:
+    cfg = {**DENSE, "architectures": ["\x1b]52;c;aGk=\x07Evil\x9b31m"], "model_type": "\x1b[31mred"}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    res = CliRunner().invoke(main, ["plan", "--model", str(tmp_path), "--target", "h200-141g", "--tp", "2"])
+    assert res.exit_code in (0, 1)
+    assert not any(c in res.output for c in "\x1b\x07\x9b")
+
+
+def test_safe_console_keeps_its_own_colour_but_not_the_input_s() -> None:
+    import io
+
+    from rich.text import Text
+
+    from k3doctor.termsafe import safe_console
+
+    buf = io.StringIO()
+    console = safe_console(file=buf, force_terminal=True, color_system="standard", width=80)
+    console.print(Text("model \x1b]0;pwned\x07x", style="bold red"))
+    out = buf.getvalue()
+    assert "\x1b[1;31m" in out and "pwned" not in out and "\x07" not in out
+
+
+def test_every_real_config_is_within_the_limits() -> None:
+    configs = sorted((ROOT / "fixtures/receipts/configs").glob("*.json")) + sorted((ROOT / "shared/receipt-configs").glob("*.json"))
+    assert len(configs) >= 10
+    for p in configs:
+        check_config_limits(json.loads(p.read_text()))
+    with pytest.raises(ConfigLimitError):
+        check_config_limits({"text_config": {"hidden_size": 2**40}})
