@@ -31,8 +31,8 @@ LIMITS: dict[str, int] = {
     "config": 64 * _MIB,       # config.json, generation_config.json, quant side files
     "index": 256 * _MIB,       # model.safetensors.index.json
     "metadata": 16 * _MIB,     # HF cache refs, .metadata files, README front matter
-    "manifest": 512 * _MIB,    # k3doctor manifest (one sha256 per shard)
-    "snapshot": 256 * _MIB,    # k3doctor snapshot JSON
+    "manifest": 64 * _MIB,     # k3doctor manifest (one sha256 per file: ~150 bytes a file)
+    "snapshot": 16 * _MIB,     # k3doctor snapshot JSON (a real node's is ~20 KB, a K3 model fact ~1 MB)
     "env": 16 * _MIB,          # --env-file, launch scripts
     "log": 4096 * _MIB,        # engine logs (streamed; see iter_chunks)
 }

@@ -76,7 +76,7 @@ def _has_tool_table(pyproject: Path) -> bool:
 
     try:
         data = tomllib.loads(read_text(pyproject, kind="config"))
-    except (BoundedReadError, tomllib.TOMLDecodeError):
+    except (BoundedReadError, tomllib.TOMLDecodeError, RecursionError):
         return False
     return isinstance(data.get("tool"), dict) and "k3doctor" in data["tool"]
 
@@ -108,6 +108,8 @@ def load_config(path: Path) -> Config:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML (nested too deeply)") from None
     if path.name == "pyproject.toml" or "tool" in data:
         table = (data.get("tool") or {}).get("k3doctor") if isinstance(data.get("tool"), dict) else None
         if table is None:

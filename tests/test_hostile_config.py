@@ -95,3 +95,40 @@ def test_every_real_config_is_within_the_limits() -> None:
         check_config_limits(json.loads(p.read_text()))
     with pytest.raises(ConfigLimitError):
         check_config_limits({"text_config": {"hidden_size": 2**40}})
+
+
+def test_deeply_nested_toml_config_is_a_usage_error(tmp_path: Path) -> None:
+    cfg = tmp_path / "k3doctor.toml"
+    cfg.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n")
+    res = CliRunner().invoke(main, ["check", "--target", "h200-141g", "--config", str(cfg)])
+    assert res.exit_code == 2 and "nested too deeply" in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_measured_gib_must_be_a_figure(value: str) -> None:
+    res = CliRunner().invoke(main, ["plan", "--model", "moonshotai/Kimi-K3", "--target", "h200-141g", "--tp", "16",
+                                    "--measured-gib", value])
+    assert res.exit_code == 2 and "--measured-gib" in res.output
+
+
+def test_thousands_of_unknown_flags_are_one_finding_and_fast() -> None:
+    flags = [f"--f{i}" for i in range(20_000)]
+    t0 = time.monotonic()
+    res = CliRunner().invoke(main, ["check", "--target", "h200-141g", "--select", "CMD002", "-f", "json", "--",
+                                    "sglang", "serve", "--model-path", "x", "--tp-szie", "8", *flags])
+    assert time.monotonic() - t0 < 10
+    findings = json.loads(res.stdout)["findings"]
+    assert [f["subject"] for f in findings] == ["flag=--tp-szie", "flags=uninterpreted"]
+    assert findings[1]["evidence"]["flags"] == 20_000
+
+
+def test_a_snapshot_above_its_cap_is_refused_before_parsing(tmp_path: Path) -> None:
+    from k3doctor.boundedio import LIMITS
+
+    big = tmp_path / "big.json"
+    with big.open("w") as fh:
+        fh.write('{"kind": "k3doctor-snapshot", "schema_version": 1, "facts": {"gpu": {"devices": [')
+        fh.write(",".join(['{"name": "x"}'] * (LIMITS["snapshot"] // 12)))
+        fh.write("]}}}")
+    res = CliRunner().invoke(main, ["check", "--snapshot", str(big)])
+    assert res.exit_code == 2 and "Traceback" not in res.output and str(big) in res.output

@@ -62,8 +62,10 @@ class CMD002(Check):
         known = set(_KNOWN_VALUE_FLAGS.get(engine, ())) | set(_KNOWN_BOOL_FLAGS.get(engine, ()))
         for _kind, per_engine in _FIELDS.values():
             known.update(per_engine.get(engine, ()))
-        for flag in launch.get("unknown_flags", []):
-            close = difflib.get_close_matches(flag, sorted(known), n=1, cutoff=0.8)
+        candidates = sorted(known)
+        plain: list[str] = []
+        for i, flag in enumerate(dict.fromkeys(str(f) for f in launch.get("unknown_flags", []))):
+            close = difflib.get_close_matches(flag, candidates, n=1, cutoff=0.8) if i < TYPO_LIMIT else []
             if close:
                 yield self.finding(
                     f"{flag} is not a {engine} flag k3doctor knows; did you mean {close[0]}?",
@@ -73,12 +75,31 @@ class CMD002(Check):
                     severity=Severity.WARNING,
                 )
             else:
-                yield self.finding(
-                    f"{flag} is not interpreted by k3doctor (kept, not checked)",
-                    subject=f"flag={flag}",
-                    evidence={"engine": engine, "flag": flag},
-                    fix=f"none needed if `{engine} serve --help` lists {flag}",
-                )
+                plain.append(flag)
+        if len(plain) > PER_FLAG_LIMIT:  # a command of hundreds of unknown flags: one finding, not hundreds
+            shown = ", ".join(plain[:PER_FLAG_LIMIT])
+            yield self.finding(
+                f"{len(plain)} flags are not interpreted by k3doctor (kept, not checked): {shown}, "
+                f"… (+{len(plain) - PER_FLAG_LIMIT} more)",
+                subject="flags=uninterpreted",
+                evidence={"engine": engine, "flags": len(plain)},
+                fix=f"none needed if `{engine} serve --help` lists them; otherwise check that the command is "
+                    f"a {engine} launch",
+            )
+            return
+        for flag in plain:
+            yield self.finding(
+                f"{flag} is not interpreted by k3doctor (kept, not checked)",
+                subject=f"flag={flag}",
+                evidence={"engine": engine, "flag": flag},
+                fix=f"none needed if `{engine} serve --help` lists {flag}",
+            )
+
+
+#: more uninterpreted flags than this become one finding
+PER_FLAG_LIMIT = 20
+#: close-match suggestions looked up for at most this many flags (difflib is ~1 ms a flag)
+TYPO_LIMIT = 100
 
 
 #: this module's family: (code prefix, description shown by `k3doctor list`, display order)

@@ -91,6 +91,8 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
                       ("--gpus-per-node", gpus_per_node), ("--context", context), ("--concurrency", concurrency)):
         if val is not None and val < 1:
             _fail(f"{name} must be a positive integer (got {val})")
+    if measured_gib is not None and not 0 <= measured_gib < 1 << 20:  # also refuses nan and inf
+        _fail(f"--measured-gib must be a GiB figure such as 102.75 (got {measured_gib})")
     if mem_fraction is not None and not 0 < mem_fraction <= 1:
         _fail(f"--mem-fraction must be in (0, 1] (got {mem_fraction})")
     over = {"tp": tp, "pp": pp, "dp": dp, "dcp": dcp, "nnodes": nnodes, "context_length": context,
