@@ -82,7 +82,7 @@ def test_safe_console_keeps_its_own_colour_but_not_the_input_s() -> None:
     from k3doctor.termsafe import safe_console
 
     buf = io.StringIO()
-    console = safe_console(file=buf, force_terminal=True, color_system="standard", width=80)
+    console = safe_console(file=buf, force_terminal=True, color_system="standard", no_color=False, width=80)
     console.print(Text("model \x1b]0;pwned\x07x", style="bold red"))
     out = buf.getvalue()
     assert "\x1b[1;31m" in out and "pwned" not in out and "\x07" not in out
