@@ -6,14 +6,15 @@ from typing import Any, Iterable, Mapping
 
 from ..check import Check, module_checks
 from ..facttypes import ClusterFact, GpuFact, MountsFact, PathsFact
-from ..launch import LaunchSpec
 from ..hostenv import sanitize
 from ..hostenv.topology import launch_env_of, nnodes_of, ranks_per_node_of
+from ..launch import LaunchSpec
 from ..model import Finding, Severity
 
 __all__ = ["CHECKS", "FS001", "FS002", "FS003", "FS004"]
 
 from ..units import GiB
+
 #: Free space below which a JIT cache warns (Triton + Inductor + DeepGEMM + FlashInfer builds).
 MIN_FREE = 2 * GiB
 

@@ -6,9 +6,8 @@ import difflib
 from typing import Iterator
 
 from ..check import Check, module_checks
-from ..launch import _FIELDS, _KNOWN_BOOL_FLAGS, _KNOWN_VALUE_FLAGS
+from ..launch import _FIELDS, _KNOWN_BOOL_FLAGS, _KNOWN_VALUE_FLAGS, LaunchSpec
 from ..model import Finding, Severity
-from ..launch import LaunchSpec
 
 
 class CMD001(Check):

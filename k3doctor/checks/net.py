@@ -6,10 +6,10 @@ from typing import Any, Iterable, Mapping
 
 from ..check import Check, module_checks
 from ..facttypes import ClusterFact, NetFact
-from ..launch import LaunchSpec
 from ..hostenv import ifname, sanitize
 from ..hostenv.netinfo import candidates
 from ..hostenv.topology import launch_env_of, nnodes_of
+from ..launch import LaunchSpec
 from ..model import Finding, Severity
 
 __all__ = ["CHECKS", "NET001", "NET002", "NET003", "NET004", "NET005", "NET006", "NET007"]

@@ -11,9 +11,9 @@ from typing import Any, Iterable, Mapping
 
 from ..check import Check, module_checks
 from ..facttypes import GpuFact, ModelFact
-from ..launch import LaunchSpec
 from ..hostenv import sanitize
 from ..hostenv.topology import launch_env_of, ranks_per_node_of
+from ..launch import LaunchSpec
 from ..model import Finding, Severity
 from ..units import GiB, MiB
 

@@ -1,18 +1,20 @@
 """``k3doctor plan``: per-rank GPU memory projection for a model and a parallel plan."""
 
 from __future__ import annotations
-from ..launch import LaunchSpec
 
 import json
 import sys
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-
+from ..launch import LaunchSpec
 from ..units import NVML_IDLE_RESERVE
 from .check import DashDashCommand
 from .options import captured_output, format_option, output_option
+
+if TYPE_CHECKING:
+    from ..facts import Facts
 
 
 def _fail(msg: str) -> NoReturn:
@@ -235,7 +237,7 @@ def _engine_log(engine_log: str | None) -> Any:
         _fail(str(exc))
 
 
-def _mem_findings(facts: Any) -> list[Any]:
+def _mem_findings(facts: "Facts") -> list[Any]:
     """The MEM checks' findings on these facts, through the runner (crashes isolated)."""
     from ..checks.mem import CHECKS
     from ..runner import run_checks
@@ -278,7 +280,7 @@ def _emit_plan(ctx: click.Context, plan: Any, findings: list[Any], log_fig: Any,
 
 
 
-def _search(inv: Any, launch_d: dict[str, Any], facts: Any, gpn: int, max_nodes: int, top: int, as_json: bool) -> None:
+def _search(inv: Any, launch_d: dict[str, Any], facts: "Facts", gpn: int, max_nodes: int, top: int, as_json: bool) -> None:
     from ..memory.plan import GpuSpec, device_cc, parallel_from_launch
     from ..memory.search import search_plans
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import html
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..model import Severity
 from ..runner import Report
 from .grouping import blocks
+
+if TYPE_CHECKING:
+    from ..facts import Facts
 
 __all__ = ["render_html", "write_html_report", "memory_chart_svg"]
 
@@ -33,7 +36,7 @@ code,pre{font:12.5px ui-monospace,monospace;white-space:pre-wrap;word-break:brea
 .sev{font-weight:bold}details pre{background:#f6f6f6;padding:.8em;overflow:auto}"""
 
 
-def _plan_of(facts: Any) -> Any:
+def _plan_of(facts: "Facts") -> Any:
     """The per-rank plan of one node's facts, or None when it cannot be projected."""
     from ..memory.plan import plan_from_facts
 
