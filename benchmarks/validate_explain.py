@@ -13,6 +13,8 @@ classifier (signatures only), so the printed ratios say what the fallback adds.
     python benchmarks/validate_explain.py              # the table (text and log mode)
     python benchmarks/validate_explain.py --misses     # plus the dev-split misses, to work on
     python benchmarks/validate_explain.py --json       # machine-readable
+    python benchmarks/validate_explain.py --sample fixtures/errors/collected/r5_a.jsonl \
+        fixtures/errors/collected/r5_benign.jsonl      # a fresh sample, scored before it is used
 
 Held-out misses are deliberately not printed: reading them would be tuning on them.
 """
@@ -92,6 +94,30 @@ def pct(a: int, b: int) -> str:
     return f"{a}/{b} ({100 * a / b:.1f}%)" if b else "-"
 
 
+def score_sample(paths: list[Path]) -> int:
+    """Top-1 (text and log mode) and benign alarms of freshly collected rows, as counts only."""
+    rows: list[dict] = []
+    for path in paths:
+        rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    errors = [r for r in rows if r["expected_category"] != "benign"]
+    benign = [r for r in rows if r["expected_category"] == "benign"]
+    scanner = Scanner()
+    print(f"sample: {len(errors)} error rows, {len(benign)} benign rows from {len(paths)} file(s)")
+    for mode in ("text", "log"):
+        hit = Counter()
+        silent = 0
+        for r in errors:
+            cat, _sid, _conf = top1(scanner, r["excerpt"], mode == "log")
+            hit[r["expected_category"]] += cat == r["expected_category"]
+            silent += cat is None
+        flagged = sum(bool(alarms(scanner, r["excerpt"], mode == "log")) for r in benign)
+        per = Counter(r["expected_category"] for r in errors)
+        print(f"{mode:<5} top-1 {pct(sum(hit.values()), len(errors))}, silent {silent}, "
+              f"benign alarms {flagged}/{len(benign)}")
+        print("      by category: " + ", ".join(f"{c} {hit[c]}/{n}" for c, n in sorted(per.items())))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--misses", action="store_true", help="print dev-split misses and alarms")
@@ -100,7 +126,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="also score the KB as it was at this git ref (signatures only), e.g. the "
                          "commit before the KB was rebuilt")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--sample", nargs="+", metavar="JSONL",
+                    help="score only these collected files (rows as collected, before the corpus is "
+                         "rebuilt): counts per category, no row text, so a fresh sample can be "
+                         "scored before anyone looks at its misses")
     args = ap.parse_args(argv)
+    if args.sample:
+        return score_sample([Path(p) for p in args.sample])
     errors, benign = load("errors.jsonl"), load("benign.jsonl")
     results: dict = {}
     t0 = time.perf_counter()

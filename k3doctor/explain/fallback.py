@@ -34,7 +34,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from .kb import CATEGORIES, KBError, Signature, tomllib
+from .kb import CATEGORIES, KBError, Signature, clean_line, tomllib
 
 __all__ = ["FallbackModel", "Verdict", "load_fallback", "fallback_signature", "fallback_signatures",
            "FALLBACK_PREFIX"]
@@ -49,6 +49,55 @@ _EXPLICIT = re.compile(r"\b(?:ERROR|Error|FATAL|Fatal)\b|[Aa]ssertion|terminate 
 #: such as ``NET/IB`` or ``Driver/library`` stay
 _PATH = re.compile(r"[\w.~+-]{0,200}(?:/[\w.~+-]{1,200}){2,40}(?::\d{1,7})?")
 LINE_CHARS = 2048        # characters of a line that are classified
+#: log-line decorations the engines and launchers put in front of a message: process tags
+#: ``(VllmWorker rank=0 pid=1)``, ``[rank0]:``, level + timestamp + source location, SGLang's
+#: ``[2025-01-01 00:00:00 TP0]``, glog ``[E1130 10:11:12.123 4 file.cc:12]``, NCCL's
+#: ``host:pid:tid [gpu]``, docker-compose ``svc  |``. They say which process printed the line, not
+#: what went wrong, and their words (``rank``, ``Worker``, ``TP0``) must not vote for a category.
+_LOG_PREFIX = re.compile(
+    r"\s{0,8}(?:"
+    r"\([^()\n]{0,80}?pid=[^()\n]{0,80}\)"
+    r"|\[rank\d{1,6}\]:?"
+    r"|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|TRACE) {1,2}\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?(?: \[[^\]\n]{1,100}\])?"
+    r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?: [A-Z_]{2,10}\d{1,5}){0,8}\]"
+    r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?Z?"
+    r"|\[?[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d{1,9})?(?: {1,8}\d{1,9})?(?: [\w./-]{1,160}:\d{1,7})?\]"
+    r"|[\w.-]{1,80}:\d{1,9}:\d{1,9} \[\d{1,4}\]"
+    r"|[\w.-]{1,40} {1,4}\| "
+    r"|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b:?"
+    r")[\s:|-]{0,4}")
+
+
+#: the process/rank/time tags of :data:`_LOG_PREFIX` without the level words: stripped before
+#: the level of a line is read, so ``[rank0]: WARNING ...`` is a warning like ``WARNING ...``.
+_TAG_PREFIX = re.compile(
+    r"\s{0,8}(?:"
+    r"\([^()\n]{0,80}?pid=[^()\n]{0,80}\)"
+    r"|\[rank\d{1,6}\]:?"
+    r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?: [A-Z_]{2,10}\d{1,5}){0,8}\]"
+    r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?Z?"
+    r"|[\w.-]{1,80}:\d{1,9}:\d{1,9} \[\d{1,4}\]"
+    r"|[\w.-]{1,40} {1,4}\| "
+    r")[\s:|-]{0,4}")
+
+
+def _strip_leading(line: str, rx: re.Pattern[str]) -> str:
+    for _ in range(8):
+        m = rx.match(line)
+        if not m or not m.group(0).strip():
+            break
+        line = line[m.end():]
+    return line
+
+
+def strip_tags(line: str) -> str:
+    """``line`` without leading process, rank and time tags (its level stays)."""
+    return _strip_leading(line, _TAG_PREFIX)
+
+
+def strip_log_prefix(line: str) -> str:
+    """The message of a log line: leading decorations (see :data:`_LOG_PREFIX`) removed."""
+    return _strip_leading(line, _LOG_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -119,17 +168,17 @@ class FallbackModel:
     # -- line tests ------------------------------------------------------------------------------
     def is_error_line(self, text: str) -> bool:
         """A strong marker, or an error marker on a line that is not at a non-error log level."""
-        head = text[:LINE_CHARS]
+        head = clean_line(text[:LINE_CHARS])
         if self.strong_markers.search(head):
             return True
         if not self.error_markers.search(head):
             return False
-        if self.not_error.search(head):
+        if self.not_error.search(head) or self.not_error.search(strip_tags(head)):
             return False
         return not (self.hedge.search(head) and not self.exception_line.search(head))
 
     def is_exception_line(self, text: str) -> bool:
-        return bool(self.exception_line.search(text[:LINE_CHARS]))
+        return bool(self.exception_line.search(clean_line(text[:LINE_CHARS])))
 
     # -- classification --------------------------------------------------------------------------
     def score(self, salient: str, others: list[str]) -> list[tuple[float, str, list[str]]]:
@@ -137,8 +186,9 @@ class FallbackModel:
 
         File paths are dropped first: ``csrc/jit_kernels/...`` or ``kernels/internode.cu`` say
         where the error was raised, not what it is about."""
-        main = _PATH.sub(" ", salient[:LINE_CHARS]).lower()
-        rest = [_PATH.sub(" ", o[:LINE_CHARS]).lower() for o in others[:MAX_CLASSIFIED] if o != salient]
+        main = _PATH.sub(" ", strip_log_prefix(salient[:LINE_CHARS])).lower()
+        rest = [_PATH.sub(" ", strip_log_prefix(o[:LINE_CHARS])).lower()
+                for o in others[:MAX_CLASSIFIED] if o != salient]
         order = {c.name: i for i, c in enumerate(self.categories)}
         out: list[tuple[float, str, list[str]]] = []
         for cat in self.categories:
@@ -177,10 +227,10 @@ class FallbackModel:
         return Verdict("other", salient[2].strip()[:400], (salient[0], salient[1]), 0.0, ())
 
 
-def _compile(patterns: Any, key: str) -> re.Pattern[str]:
+def _compile(patterns: Any, key: str, flags: int = 0) -> re.Pattern[str]:
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns) or not patterns:
         raise KBError(f"kb/fallback.toml: '{key}' must be a non-empty list of regex strings")
-    return re.compile("|".join(f"(?:{p})" for p in patterns))
+    return re.compile("|".join(f"(?:{p})" for p in patterns), flags)
 
 
 def parse_fallback_text(text: str, where: str = "kb/fallback.toml") -> FallbackModel:
@@ -216,8 +266,9 @@ def parse_fallback_text(text: str, where: str = "kb/fallback.toml") -> FallbackM
         error_markers=_compile(markers.get("error"), "markers.error"),
         strong_markers=_compile(markers.get("strong"), "markers.strong"),
         exception_line=_compile(markers.get("exception"), "markers.exception"),
-        not_error=_compile(markers.get("not_error"), "markers.not_error"),
-        hedge=_compile(markers.get("hedge"), "markers.hedge"),
+        # a level or a hedge in any case ("warning:", "This is expected") is still one
+        not_error=_compile(markers.get("not_error"), "markers.not_error", re.IGNORECASE),
+        hedge=_compile(markers.get("hedge"), "markers.hedge", re.IGNORECASE),
         categories=tuple(cats),
     )
 

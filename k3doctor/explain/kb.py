@@ -38,7 +38,7 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-__all__ = ["CATEGORIES", "TIERS", "Signature", "load_kb", "KBError", "tomllib"]
+__all__ = ["CATEGORIES", "TIERS", "Signature", "load_kb", "KBError", "tomllib", "clean_line"]
 
 #: The categories, one TOML file each, in display order.
 CATEGORIES: tuple[str, ...] = (
@@ -61,6 +61,25 @@ TIERS: dict[str, int] = {"cause": 0, "generic": 1, "symptom": 2, "benign": 3}
 _ID_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 _CODE_RE = re.compile(r"^[A-Z]{2,4}\d{3}$")
 _REQUIRED = ("id", "title", "keywords", "patterns", "cause", "fix")
+
+
+#: decorations a pasted line picks up around the message: rich/box borders (``│ ... │``),
+#: markdown quotes, bullets, emphasis and code ticks. Patterns that end at ``$`` or start at
+#: ``^`` must see the message, not the frame (both runs are bounded: linear time).
+_DECOR_LEAD = re.compile(r"(?:[\s\u2502\u2503\u2551|>*`\u2022]|-\s){1,16}")
+_DECOR_TRAIL = re.compile(r"[\s\u2502\u2503\u2551|*`]{1,16}\Z")
+
+
+def clean_line(text: str) -> str:
+    """``text`` without the frame a paste puts around it (see :data:`_DECOR_LEAD`)."""
+    m = _DECOR_LEAD.match(text)
+    if m:
+        text = text[m.end():]
+    tail = text[-16:]
+    t = _DECOR_TRAIL.search(tail)
+    if t:
+        text = text[: len(text) - len(tail) + t.start()]
+    return text
 
 
 class KBError(ValueError):
@@ -103,7 +122,7 @@ class Signature:
     # -- lazily compiled regexes -----------------------------------------------------------
     def compiled(self) -> tuple[re.Pattern[str], ...]:
         if self._compiled is None:
-            self._compiled = tuple(re.compile(p) for p in self.patterns)
+            self._compiled = tuple(re.compile(p, re.IGNORECASE) for p in self.patterns)
         return self._compiled
 
     def search(self, line: str) -> re.Match[str] | None:
@@ -115,7 +134,7 @@ class Signature:
 
     def context_regex(self) -> re.Pattern[str] | None:
         if self.context and self._context_compiled is None:
-            self._context_compiled = re.compile(self.context)
+            self._context_compiled = re.compile(self.context, re.IGNORECASE)
         return self._context_compiled
 
     def extract_values(self, line: str, m: re.Match[str] | None = None) -> dict[str, str]:

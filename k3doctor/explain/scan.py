@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Iterable, Sequence
 
 from .fallback import FallbackModel, MAX_LINES, Verdict, fallback_signature, load_fallback
-from .kb import Signature, load_kb
+from .kb import Signature, clean_line, load_kb
 
 __all__ = ["ANCHORS", "Match", "Report", "Scanner", "explain_text", "explain_paths"]
 
@@ -201,7 +201,7 @@ class Scanner:
         kw: dict[str, list[Signature]] = defaultdict(list)
         for s in self.signatures:
             for k in s.keywords:
-                kw[k].append(s)
+                kw[k.lower()].append(s)
         # longest first so the common short keywords do not shadow anything (order only)
         self._keywords = sorted(kw.items(), key=lambda kv: -len(kv[0]))
         groups: dict[bytes, list[bytes]] = defaultdict(list)
@@ -217,6 +217,7 @@ class Scanner:
     # -- stage 2 ------------------------------------------------------------------------------
     def candidates(self, text: str) -> list[Signature]:
         seen: dict[str, Signature] = {}
+        text = text.lower()
         for k, sigs in self._keywords:
             if k in text:
                 for s in sigs:
@@ -226,6 +227,7 @@ class Scanner:
     def match_line(self, text: str, context: Callable[[], str] | None = None
                    ) -> list[tuple[Signature, dict[str, str]]]:
         """Signatures matching one (decoded, ANSI-stripped) line; benign lines only benign."""
+        text = clean_line(text)
         cands = self.candidates(text)
         if not cands:
             return []
