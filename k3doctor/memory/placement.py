@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from ..parallelism import world_size
 from . import constants as C
 from .inventory import Group, Inventory
+from .rope import rope_cache_bytes
 from .spec import ModelSpec
 
 __all__ = ["Parallel", "PlanError", "classify", "classified", "stage_layers", "stage_weights", "validate_parallel"]
@@ -302,6 +303,10 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
         out["lm_head"] = emb / par.tp
     if par.engine == "sglang":
         out["load_nontorch"] = C.SGLANG_LOAD_NONTORCH_BYTES
+    if spec is not None:
+        rope = rope_cache_bytes(spec.raw, par.engine)  # RoPE cos/sin tables, on every rank (rope.py)
+        if rope:
+            out["rope_cache"] = rope
     # engine post-processing that stays resident
     if spec is not None and spec.mla:
         mla_here = [i for i in mine if i in set(spec.mla_layers)]
