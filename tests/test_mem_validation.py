@@ -23,7 +23,8 @@ def test_receipts_accuracy():
     assert s["max_abs_error_pct"] <= 8.0
     for g, d in s["groups"].items():
         assert d["unanswered"] == 0 and d["max_abs_error_pct"] <= 8.0, (g, d)
-        # the issue asks 1.5% per group; the multimodal and fallback groups are at 1.7% / 2.5%
+        # the issue asks 1.5% per group; fallback architectures are at 1.7% (dev) / 2.7% (held out),
+        # DP attention (one receipt) at 2.2% (docs/validation.md)
         assert d["median_abs_error_pct"] <= 3.0, (g, d)
     assert len(s["quantized_formats"]) >= 5
     assert s["groups"]["pp"]["n"] >= 4 and s["groups"]["multimodal"]["n"] >= 3
