@@ -355,6 +355,11 @@ def _generic_spec(cfg: Mapping[str, Any], arch: str, mt: str, base: dict[str, An
     )
 
 
+def _nas_kind(part: Mapping[str, Any], linear: str, kept: str) -> str:
+    """A Nemotron-NAS sub-block: skipped (``no_op``), one linear (``replace_with_linear``) or kept."""
+    return "none" if part.get("no_op") else linear if part.get("replace_with_linear") else kept
+
+
 def _nas_layers(blocks: list[Mapping[str, Any]], H: int, heads: int, notes: list[str]) -> dict[str, Any]:
     """DeciLM / Nemotron-NAS ``block_configs``: per layer, attention with ``heads //
     n_heads_in_group`` KV heads, skipped (``no_op``) or one H x H linear (``replace_with_linear``), and
@@ -364,23 +369,13 @@ def _nas_layers(blocks: list[Mapping[str, Any]], H: int, heads: int, notes: list
         a_raw, f_raw = b.get("attention"), b.get("ffn")
         att: Mapping[str, Any] = a_raw if isinstance(a_raw, Mapping) else {}
         ffn: Mapping[str, Any] = f_raw if isinstance(f_raw, Mapping) else {}
-        group = att.get("n_heads_in_group")
-        if att.get("no_op"):
-            mixers.append("none"); kvs.append(0)
-        elif att.get("replace_with_linear"):
-            mixers.append("attn_linear"); kvs.append(0)
-        else:
-            mixers.append("attn")
-            kvs.append(max(1, heads // int(group)) if isinstance(group, (int, float)) and group >= 1 else heads)
-        mult = ffn.get("ffn_mult")
-        if ffn.get("no_op"):
-            mlps.append("none"); inters.append(0)
-        elif ffn.get("replace_with_linear"):
-            mlps.append("linear"); inters.append(0)
-        else:
-            mlps.append("dense")
-            width = int(2 * float(mult) * H / 3) if isinstance(mult, (int, float)) and mult > 0 else 4 * H
-            inters.append(-(-width // 256) * 256)
+        group, mult = att.get("n_heads_in_group"), ffn.get("ffn_mult")
+        mixers.append(_nas_kind(att, "attn_linear", "attn"))
+        mlps.append(_nas_kind(ffn, "linear", "dense"))
+        kvs.append(0 if mixers[-1] != "attn" else
+                   max(1, heads // int(group)) if isinstance(group, (int, float)) and group >= 1 else heads)
+        width = int(2 * float(mult) * H / 3) if isinstance(mult, (int, float)) and mult > 0 else 4 * H
+        inters.append(-(-width // 256) * 256 if mlps[-1] == "dense" else 0)
     notes.append(f"per-layer blocks from block_configs: {mixers.count('attn')} attention, {mixers.count('none')} "
                  f"without attention, {mlps.count('dense')} MLPs ({min(i for i in inters if i) if any(inters) else 0}"
                  f"-{max(inters) if inters else 0} wide)")
