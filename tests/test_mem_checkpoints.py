@@ -347,3 +347,13 @@ def test_nemotron_nas_block_configs_project_per_layer():
     norms = 3 * 2 * H + H
     want = 2 * (attn0 + mlp(1792) + mlp(768) + H * H + norms + 2 * V * H)
     assert load_inventory(None, config=cfg).total_bytes == want
+
+
+@pytest.mark.parametrize("engine, flag", [("vllm", "--enable-expert-parallel"), ("sglang", "--ep-size 8")])
+def test_fp8_block_experts_sliced_below_a_block_name_the_engines_flag(engine, flag):
+    """Qwen3-30B-A3B-FP8 at TP8 without EP: 768 / 8 = 96 is not a multiple of the 128 block (both
+    engines refuse at load); the refusal names the flag that splits the experts whole instead."""
+    spec = load_inventory("Qwen/Qwen3-30B-A3B-FP8").spec
+    errs = validate_parallel(Parallel(engine=engine, tp=8), spec)
+    assert any("FP8 block 128" in e and flag in e for e in errs), errs
+    assert not validate_parallel(Parallel(engine=engine, tp=8, ep=8), spec)

@@ -319,6 +319,13 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
     return out
 
 
+def _ep_flag(par: Parallel) -> str:
+    """How to split the routed experts whole instead of slicing them by TP, in ``par.engine``'s flags."""
+    if par.engine == "vllm":
+        return "split the experts whole with --enable-expert-parallel (EP = TP x DP)"
+    return f"raise the expert-parallel size (--ep-size {par.tp} splits the experts whole)"
+
+
 def validate_parallel(par: Parallel, spec: ModelSpec | None) -> list[str]:
     """Reasons the plan is impossible (empty = fine)."""
     errs: list[str] = []
@@ -357,10 +364,10 @@ def validate_parallel(par: Parallel, spec: ModelSpec | None) -> list[str]:
                         f"redundant experts to make it divisible ({flag})")
         if spec.moe_intermediate % par.moe_tp:
             errs.append(f"moe_intermediate_size {spec.moe_intermediate} is not divisible by MoE-TP {par.moe_tp} "
-                        f"(tp/ep); raise ep")
+                        f"(tp/ep); {_ep_flag(par)}")
         elif spec.quant == "fp8_block" and (spec.moe_intermediate // par.moe_tp) % spec.quant_block[0]:
             errs.append(f"per-rank MoE intermediate {spec.moe_intermediate // par.moe_tp} is not a multiple of the "
-                        f"FP8 block {spec.quant_block[0]}; raise ep (or use --enable-expert-parallel)")
+                        f"FP8 block {spec.quant_block[0]}; {_ep_flag(par)}")
     if par.pp > spec.layers:
         errs.append(f"pp {par.pp} exceeds the {spec.layers} layers")
     return errs
