@@ -357,3 +357,13 @@ def test_fp8_block_experts_sliced_below_a_block_name_the_engines_flag(engine, fl
     errs = validate_parallel(Parallel(engine=engine, tp=8), spec)
     assert any("FP8 block 128" in e and flag in e for e in errs), errs
     assert not validate_parallel(Parallel(engine=engine, tp=8, ep=8), spec)
+
+
+@pytest.mark.parametrize("engine, tp_flag, pp_flag", [("vllm", "--tensor-parallel-size", "--pipeline-parallel-size"),
+                                                       ("sglang", "--tp-size", "--pp-size")])
+def test_heads_not_divisible_by_tp_names_the_sizes_and_flags(engine, tp_flag, pp_flag):
+    spec = spec_from_config({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
+                             "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+                             "num_key_value_heads": 4, "vocab_size": 152064})
+    (err,) = validate_parallel(Parallel(engine=engine, tp=8), spec)
+    assert "28 attention heads" in err and f"{tp_flag} that divides 28 (1, 2, 4, 7, 14, 28)" in err and pp_flag in err

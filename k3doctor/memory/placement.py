@@ -319,6 +319,16 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
     return out
 
 
+def _tp_fix(par: Parallel, heads: int) -> str:
+    """Which attention-TP sizes divide ``heads``, in ``par.engine``'s flags (pipeline parallelism
+    splits layers instead)."""
+    ok = ", ".join(str(t) for t in range(1, min(heads, 64) + 1) if heads % t == 0)
+    tp = "--tensor-parallel-size" if par.engine == "vllm" else "--tp-size"
+    pp = "--pipeline-parallel-size" if par.engine == "vllm" else "--pp-size"
+    dp = " (with DP attention, tp / dp)" if par.dp_attention else ""
+    return f"use a {tp}{dp} that divides {heads} ({ok}) and {pp} for more GPUs"
+
+
 def _ep_flag(par: Parallel) -> str:
     """How to split the routed experts whole instead of slicing them by TP, in ``par.engine``'s flags."""
     if par.engine == "vllm":
@@ -350,9 +360,10 @@ def validate_parallel(par: Parallel, spec: ModelSpec | None) -> list[str]:
         return errs
     if spec.heads % par.attn_tp:
         errs.append(f"{spec.heads} attention heads are not divisible by attention-TP {par.attn_tp}; "
-                    f"use a tp that divides {spec.heads}")
+                    f"{_tp_fix(par, spec.heads)}")
     if spec.kda_heads and spec.kda_heads % par.attn_tp:
-        errs.append(f"{spec.kda_heads} KDA heads are not divisible by attention-TP {par.attn_tp}")
+        errs.append(f"{spec.kda_heads} KDA heads are not divisible by attention-TP {par.attn_tp}; "
+                    f"{_tp_fix(par, spec.kda_heads)}")
     if spec.is_moe:
         physical = spec.experts + (par.redundant_experts if par.moe_ep > 1 else 0)
         if physical % par.moe_ep:
