@@ -323,3 +323,47 @@ def test_modelopt_side_file_beside_a_config_file(tmp_path: Path):
     assert parse_quant(read_config_any(cfg)).method == "fp8_tensor"
     (tmp_path / "m.hf_quant_config.json").write_text("{broken")
     assert read_config_any(cfg).get("quantization_config") is None  # a broken side file is ignored
+
+
+def test_nemotron_nas_block_configs_project_per_layer():
+    """DeciLM / Nemotron-NAS (Llama-3.3-Nemotron-Super): no global intermediate_size or KV heads;
+    each layer's attention (KV heads = heads // n_heads_in_group, or none) and MLP width
+    (2 * ffn_mult * H / 3 rounded up to 256) come from block_configs."""
+    H, nh, V = 1024, 16, 1000
+    blocks = [
+        {"attention": {"n_heads_in_group": 4, "no_op": False}, "ffn": {"ffn_mult": 2.625, "no_op": False}},
+        {"attention": {"n_heads_in_group": None, "no_op": True}, "ffn": {"ffn_mult": 1.0, "no_op": False}},
+        {"attention": {"no_op": False, "replace_with_linear": True}, "ffn": {"no_op": True}},
+    ]
+    cfg = {"architectures": ["DeciLMForCausalLM"], "model_type": "nemotron-nas", "hidden_size": H,
+           "num_attention_heads": nh, "num_hidden_layers": 3, "vocab_size": V, "intermediate_size": None,
+           "num_key_value_heads": None, "tie_word_embeddings": False, "block_configs": blocks}
+    spec = spec_from_config(cfg)
+    assert spec.family == "generic" and spec.kv_heads == 4
+    assert spec.layer_intermediate == (1792, 768, 0) and spec.layer_mixers == ("attn", "none", "attn_linear")
+    hd = H // nh
+    attn0 = H * nh * hd + 2 * H * 4 * hd + nh * hd * H
+    mlp = lambda i: 3 * H * i  # noqa: E731 - gated MLP
+    norms = 3 * 2 * H + H
+    want = 2 * (attn0 + mlp(1792) + mlp(768) + H * H + norms + 2 * V * H)
+    assert load_inventory(None, config=cfg).total_bytes == want
+
+
+@pytest.mark.parametrize("engine, flag", [("vllm", "--enable-expert-parallel"), ("sglang", "--ep-size 8")])
+def test_fp8_block_experts_sliced_below_a_block_name_the_engines_flag(engine, flag):
+    """Qwen3-30B-A3B-FP8 at TP8 without EP: 768 / 8 = 96 is not a multiple of the 128 block (both
+    engines refuse at load); the refusal names the flag that splits the experts whole instead."""
+    spec = load_inventory("Qwen/Qwen3-30B-A3B-FP8").spec
+    errs = validate_parallel(Parallel(engine=engine, tp=8), spec)
+    assert any("FP8 block 128" in e and flag in e for e in errs), errs
+    assert not validate_parallel(Parallel(engine=engine, tp=8, ep=8), spec)
+
+
+@pytest.mark.parametrize("engine, tp_flag, pp_flag", [("vllm", "--tensor-parallel-size", "--pipeline-parallel-size"),
+                                                       ("sglang", "--tp-size", "--pp-size")])
+def test_heads_not_divisible_by_tp_names_the_sizes_and_flags(engine, tp_flag, pp_flag):
+    spec = spec_from_config({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
+                             "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
+                             "num_key_value_heads": 4, "vocab_size": 152064})
+    (err,) = validate_parallel(Parallel(engine=engine, tp=8), spec)
+    assert "28 attention heads" in err and f"{tp_flag} that divides 28 (1, 2, 4, 7, 14, 28)" in err and pp_flag in err

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from k3doctor.memory.validate import evaluate, load_receipts, summary
+import hashlib
+import json
+from pathlib import Path
+
+from k3doctor.memory.validate import SPLITS, evaluate, load_receipts, split_summaries, summary
 
 
 def test_receipts_accuracy():
@@ -19,7 +23,8 @@ def test_receipts_accuracy():
     assert s["max_abs_error_pct"] <= 8.0
     for g, d in s["groups"].items():
         assert d["unanswered"] == 0 and d["max_abs_error_pct"] <= 8.0, (g, d)
-        # the issue asks 1.5% per group; the multimodal and fallback groups are at 1.7% / 2.5%
+        # the issue asks 1.5% per group; fallback architectures are at 1.7% (dev) / 2.7% (held out),
+        # DP attention (one receipt) at 2.2% (docs/validation.md)
         assert d["median_abs_error_pct"] <= 3.0, (g, d)
     assert len(s["quantized_formats"]) >= 5
     assert s["groups"]["pp"]["n"] >= 4 and s["groups"]["multimodal"]["n"] >= 3
@@ -44,3 +49,55 @@ def test_vllm_kv_receipts_signed_availability():
         assert abs(r["kv_projected_gib"] - r["kv_measured_gib"]) <= 0.1, (rid, r)
     refused = kv["vllm-h100-llama-3.3-70b-fp8-tp1"]
     assert refused["kv_measured_gib"] < 0 and refused["kv_projected_gib"] < 0
+
+
+# The held-out split (docs/validation.md, "Held-out receipts"): fixed at collection (round 7,
+# 2026-12-04) by each receipt's ``split`` field. These are the receipts and the digest of what
+# they measured, the model, the launch and the config each names; a change to any of them fails
+# here, so a held-out miss cannot be "fixed" by editing its receipt. (A transcribed config under
+# fixtures/receipts/configs/ is the model's published config.json, not part of the receipt: it may
+# gain a published field the projection starts to read; SOURCES.json says where each came from.)
+HELDOUT_IDS = frozenset({
+    "heldout-sglang-24gb-llama-3.1-8b-instruct-tp1", "heldout-sglang-h100-qwen3-32b-tp1-gke",
+    "heldout-vllm-5070ti-qwen3-vl-2b-instruct-bf16-tp1", "heldout-vllm-8gb-qwen3-4b-fp16-tp1",
+    "heldout-vllm-l40s-qwen2.5-7b-instruct-bf16-tp1", "heldout-vllm-l40s-qwen2.5-7b-instruct-fp8-dynamic-tp1",
+    "heldout-vllm-l40s-qwen2.5-7b-instruct-gptq-int4-tp1", "heldout-vllm-mi355x-deepseek-v4-flash-base-fp8-tp8",
+    "heldout-vllm-qwen2.5-vl-7b-instruct-bf16-tp1", "heldout-vllm-qwen3-8b-fp8-tp1",
+    "heldout-vllm-rocm-gemma-3-27b-it-bf16-tp1", "heldout-vllm-rtxpro6000-minimax-m2.5-fp8-tp4",
+    "heldout-vllm-thor-gemma-4-26b-a4b-it-bf16-tp1", "heldout-vllm-a100-gemma-4-26b-a4b-bf16-tp1",
+    "heldout-vllm-a100-gpt-oss-20b-mxfp4-tp1",
+})
+HELDOUT_DIGEST = "d4766c229839480b22acb8174ff8678685d1afb7d59357bef3ed3b6647b81e5b"
+
+
+def _heldout_digest(recs: list[dict]) -> str:
+    parts = []
+    for r in sorted((r for r in recs if r.get("split") == "heldout"), key=lambda r: r["id"]):
+        fields = {k: r[k] for k in ("id", "model", "config", "launch", "measured")}
+        parts.append(hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest())
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def test_heldout_split_is_fixed_at_collection():
+    """Every receipt is ``dev`` or ``heldout``; the held-out set and its content do not move, and
+    its before-any-rule-change score is on file for exactly those receipts."""
+    recs = load_receipts()
+    assert {r.get("split") for r in recs} <= set(SPLITS), {r["id"]: r.get("split") for r in recs}
+    assert {r["id"] for r in recs if r["split"] == "heldout"} == HELDOUT_IDS
+    assert _heldout_digest(recs) == HELDOUT_DIGEST
+    first = json.loads((Path(__file__).resolve().parents[1] / "fixtures/receipts/scores/heldout-first-score.json").read_text())
+    assert {row["id"] for row in first["rows"]} == HELDOUT_IDS
+    assert all(row["error_pct"] is not None for row in first["rows"])
+
+
+def test_heldout_receipts_meet_the_hidden_set_bar():
+    """Issue 13's bar for receipts the rules never saw: median <= 2%, max <= 15%, none unanswered;
+    each split is reported on its own (``split_summaries``)."""
+    rows = [evaluate(r) for r in load_receipts()]
+    sp = split_summaries(rows)
+    assert sp["heldout"]["n"] == len(HELDOUT_IDS) and sp["dev"]["n"] == len(rows) - len(HELDOUT_IDS)
+    h = sp["heldout"]
+    assert h["unanswered"] == 0
+    assert h["median_abs_error_pct"] <= 2.0 and h["max_abs_error_pct"] <= 15.0, h
+    for g, d in h["groups"].items():
+        assert d["unanswered"] == 0 and d["max_abs_error_pct"] <= 15.0, (g, d)

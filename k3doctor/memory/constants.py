@@ -72,8 +72,9 @@ SGLANG_K3_RATIO_REQUEST_LEN = 11264
 #: (model_runner.load_model, get_available_gpu_memory with empty_cache), so it also catches
 #: non-torch allocations made while loading (lazily loaded CUDA kernel modules, cuBLAS handles),
 #: which vLLM's torch-allocated "Model loading took" does not. Same checkpoint, TP1: Qwen3-0.6B
-#: SGLang 1.20 GB(GiB) vs vLLM 1.12 GiB -> ~0.09 GiB (docs/validation.md). Estimate.
-SGLANG_LOAD_NONTORCH_BYTES = 92 * MiB
+#: SGLang 1.20 GB(GiB) vs vLLM 1.12 GiB = 82 MiB, of which 10 MiB is SGLang's float32 RoPE table
+#: against vLLM's bf16 one (rope.py) -> 72 MiB (docs/validation.md). Estimate, from that one pair.
+SGLANG_LOAD_NONTORCH_BYTES = 72 * MiB
 
 # -- vLLM --------------------------------------------------------------------------------------
 #: ``--gpu-memory-utilization`` default (vllm/config/cache.py; 0.9 in older releases).

@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from ..parallelism import world_size
 from . import constants as C
 from .inventory import Group, Inventory
+from .rope import rope_cache_bytes
 from .spec import ModelSpec
 
 __all__ = ["Parallel", "PlanError", "classify", "classified", "stage_layers", "stage_weights", "validate_parallel"]
@@ -302,6 +303,10 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
         out["lm_head"] = emb / par.tp
     if par.engine == "sglang":
         out["load_nontorch"] = C.SGLANG_LOAD_NONTORCH_BYTES
+    if spec is not None:
+        rope = rope_cache_bytes(spec.raw, par.engine)  # RoPE cos/sin tables, on every rank (rope.py)
+        if rope:
+            out["rope_cache"] = rope
     # engine post-processing that stays resident
     if spec is not None and spec.mla:
         mla_here = [i for i in mine if i in set(spec.mla_layers)]
@@ -312,6 +317,23 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
         elif spec.quant == "fp8_block":
             out["mla_absorbed"] = copy  # W_UK_T / W_UV dequantised (vLLM MLA process_weights_after_loading)
     return out
+
+
+def _tp_fix(par: Parallel, heads: int) -> str:
+    """Which attention-TP sizes divide ``heads``, in ``par.engine``'s flags (pipeline parallelism
+    splits layers instead)."""
+    ok = ", ".join(str(t) for t in range(1, min(heads, 64) + 1) if heads % t == 0)
+    tp = "--tensor-parallel-size" if par.engine == "vllm" else "--tp-size"
+    pp = "--pipeline-parallel-size" if par.engine == "vllm" else "--pp-size"
+    dp = " (with DP attention, tp / dp)" if par.dp_attention else ""
+    return f"use a {tp}{dp} that divides {heads} ({ok}) and {pp} for more GPUs"
+
+
+def _ep_flag(par: Parallel) -> str:
+    """How to split the routed experts whole instead of slicing them by TP, in ``par.engine``'s flags."""
+    if par.engine == "vllm":
+        return "split the experts whole with --enable-expert-parallel (EP = TP x DP)"
+    return f"raise the expert-parallel size (--ep-size {par.tp} splits the experts whole)"
 
 
 def validate_parallel(par: Parallel, spec: ModelSpec | None) -> list[str]:
@@ -338,9 +360,10 @@ def validate_parallel(par: Parallel, spec: ModelSpec | None) -> list[str]:
         return errs
     if spec.heads % par.attn_tp:
         errs.append(f"{spec.heads} attention heads are not divisible by attention-TP {par.attn_tp}; "
-                    f"use a tp that divides {spec.heads}")
+                    f"{_tp_fix(par, spec.heads)}")
     if spec.kda_heads and spec.kda_heads % par.attn_tp:
-        errs.append(f"{spec.kda_heads} KDA heads are not divisible by attention-TP {par.attn_tp}")
+        errs.append(f"{spec.kda_heads} KDA heads are not divisible by attention-TP {par.attn_tp}; "
+                    f"{_tp_fix(par, spec.kda_heads)}")
     if spec.is_moe:
         physical = spec.experts + (par.redundant_experts if par.moe_ep > 1 else 0)
         if physical % par.moe_ep:
@@ -352,10 +375,10 @@ def validate_parallel(par: Parallel, spec: ModelSpec | None) -> list[str]:
                         f"redundant experts to make it divisible ({flag})")
         if spec.moe_intermediate % par.moe_tp:
             errs.append(f"moe_intermediate_size {spec.moe_intermediate} is not divisible by MoE-TP {par.moe_tp} "
-                        f"(tp/ep); raise ep")
+                        f"(tp/ep); {_ep_flag(par)}")
         elif spec.quant == "fp8_block" and (spec.moe_intermediate // par.moe_tp) % spec.quant_block[0]:
             errs.append(f"per-rank MoE intermediate {spec.moe_intermediate // par.moe_tp} is not a multiple of the "
-                        f"FP8 block {spec.quant_block[0]}; raise ep (or use --enable-expert-parallel)")
+                        f"FP8 block {spec.quant_block[0]}; {_ep_flag(par)}")
     if par.pp > spec.layers:
         errs.append(f"pp {par.pp} exceeds the {spec.layers} layers")
     return errs

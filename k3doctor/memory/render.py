@@ -11,13 +11,13 @@ __all__ = ["render_plan", "render_search", "bar_segments"]
 
 from ..units import GiB
 _ROLE_ORDER = ("experts", "shared_experts", "dense_mlp", "attention", "mla_q_a_kv_a", "kda_f_a", "mla_absorbed",
-               "latent_proj", "router", "embedding", "lm_head", "vision", "norms", "load_nontorch", "other", "mtp")
+               "latent_proj", "router", "embedding", "lm_head", "vision", "norms", "rope_cache", "load_nontorch", "other", "mtp")
 _ROLE_STYLE = {
     "experts": ("E", "blue"), "shared_experts": ("S", "cyan"), "dense_mlp": ("D", "cyan"), "attention": ("A", "green"),
     "mla_q_a_kv_a": ("q", "bright_green"), "kda_f_a": ("f", "bright_green"), "mla_absorbed": ("w", "green"),
     "latent_proj": ("L", "magenta"), "router": ("R", "bright_magenta"), "embedding": ("V", "yellow"),
     "lm_head": ("H", "yellow"), "vision": ("I", "bright_yellow"), "norms": ("n", "white"), "other": ("o", "white"),
-    "load_nontorch": ("x", "white"),
+    "load_nontorch": ("x", "white"), "rope_cache": ("p", "white"),
 }
 _EXTRA_STYLE = {"transient": ("T", "red"), "kv": ("K", "bright_blue"), "state": ("s", "bright_cyan"),
                 "reserve": ("r", "bright_black"), "free": (".", "white")}

@@ -162,6 +162,10 @@ class ModelSpec:
     #: family's MLP rule on every layer)
     layer_mixers: tuple[str, ...] = ()
     layer_mlps: tuple[str, ...] = ()
+    #: per-layer MLP widths and KV heads of heterogeneous decoders (DeciLM / Nemotron-NAS
+    #: ``block_configs``); empty: ``intermediate`` and ``kv_heads`` on every layer
+    layer_intermediate: tuple[int, ...] = ()
+    layer_kv_heads: tuple[int, ...] = ()
     #: Gated DeltaNet: (key heads, key head dim, value heads, value head dim, conv kernel)
     linear_dims: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)
     #: Mamba-2: (inner width, groups, state size, heads, conv kernel)
@@ -287,7 +291,10 @@ def _generic_spec(cfg: Mapping[str, Any], arch: str, mt: str, base: dict[str, An
     moe_inter = int(_first(cfg, "moe_intermediate_size", "expert_intermediate_size", "moe_ffn_hidden_size") or 0)
     if n_exp and not moe_inter:
         moe_inter = int(inter or 0)
-    if inter is None and not n_exp:
+    nas = cfg.get("block_configs")
+    nas_ok = isinstance(nas, list) and isinstance(got["layers"], (int, float)) and len(nas) == got["layers"] \
+        and all(isinstance(b, Mapping) for b in nas)
+    if inter is None and not n_exp and not nas_ok:
         missing.append("intermediate_size")
     if missing:
         raise UnknownArchitecture(
@@ -323,6 +330,11 @@ def _generic_spec(cfg: Mapping[str, Any], arch: str, mt: str, base: dict[str, An
         int(_first(cfg, "n_shared_experts", "num_shared_experts", "shared_expert_count") or 0) * moe_inter)
     dense_inter = int(_first(cfg, "intermediate_size_mlp", "dense_intermediate_size") or inter or 0)
     hybrid = _hybrid_layers(cfg, L, moe_layers, notes)
+    if nas_ok:
+        hybrid.update(_nas_layers(list(nas or []), H, nh, notes))
+        kvs = [k for k in hybrid["layer_kv_heads"] if k > 0]
+        kvh = min(kvs) if kvs else kvh
+        dense_inter = max(hybrid["layer_intermediate"]) if hybrid["layer_intermediate"] else dense_inter
     if hybrid.get("layer_mlps"):
         moe_layers = tuple(i for i, m in enumerate(hybrid["layer_mlps"]) if m == "moe")
     if "relu2" in str(cfg.get("mlp_hidden_act") or act):
@@ -341,6 +353,34 @@ def _generic_spec(cfg: Mapping[str, Any], arch: str, mt: str, base: dict[str, An
         qk_norm=bool(cfg.get("use_qk_norm") or cfg.get("qk_layernorm") or mt.startswith("qwen3")),
         gated_mlp=gated, approximate=True, notes=tuple(notes), **hybrid, **base,
     )
+
+
+def _nas_kind(part: Mapping[str, Any], linear: str, kept: str) -> str:
+    """A Nemotron-NAS sub-block: skipped (``no_op``), one linear (``replace_with_linear``) or kept."""
+    return "none" if part.get("no_op") else linear if part.get("replace_with_linear") else kept
+
+
+def _nas_layers(blocks: list[Mapping[str, Any]], H: int, heads: int, notes: list[str]) -> dict[str, Any]:
+    """DeciLM / Nemotron-NAS ``block_configs``: per layer, attention with ``heads //
+    n_heads_in_group`` KV heads, skipped (``no_op``) or one H x H linear (``replace_with_linear``), and
+    an MLP ``ffn_mult`` wide (``2 * ffn_mult * H / 3`` rounded up to 256), skipped or one linear."""
+    mixers, mlps, inters, kvs = [], [], [], []
+    for b in blocks:
+        a_raw, f_raw = b.get("attention"), b.get("ffn")
+        att: Mapping[str, Any] = a_raw if isinstance(a_raw, Mapping) else {}
+        ffn: Mapping[str, Any] = f_raw if isinstance(f_raw, Mapping) else {}
+        group, mult = att.get("n_heads_in_group"), ffn.get("ffn_mult")
+        mixers.append(_nas_kind(att, "attn_linear", "attn"))
+        mlps.append(_nas_kind(ffn, "linear", "dense"))
+        kvs.append(0 if mixers[-1] != "attn" else
+                   max(1, heads // int(group)) if isinstance(group, (int, float)) and group >= 1 else heads)
+        width = int(2 * float(mult) * H / 3) if isinstance(mult, (int, float)) and mult > 0 else 4 * H
+        inters.append(-(-width // 256) * 256 if mlps[-1] == "dense" else 0)
+    notes.append(f"per-layer blocks from block_configs: {mixers.count('attn')} attention, {mixers.count('none')} "
+                 f"without attention, {mlps.count('dense')} MLPs ({min(i for i in inters if i) if any(inters) else 0}"
+                 f"-{max(inters) if inters else 0} wide)")
+    return {"layer_mixers": tuple(mixers), "layer_mlps": tuple(mlps), "layer_intermediate": tuple(inters),
+            "layer_kv_heads": tuple(kvs)}
 
 
 def _hybrid_layers(cfg: Mapping[str, Any], L: int, moe_layers: tuple[int, ...], notes: list[str]) -> dict[str, Any]:

@@ -173,12 +173,14 @@ def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
         mlp = s.layer_mlps[i] if i < len(s.layer_mlps) else ""
         if mlp == "none":
             continue
-        if i not in moe_set:
-            m = p + "mlp."
+        if mlp == "linear":  # Nemotron-NAS replace_with_linear: one H x H matrix
+            yield from _qlin(p + "mlp.down_proj", H, H, s.qscheme, "dense")
+        elif i not in moe_set:
+            m, inter = p + "mlp.", s.layer_intermediate[i] if i < len(s.layer_intermediate) else s.intermediate
             if s.gated_mlp:
-                yield from _qlin(m + "gate_proj", s.intermediate, H, s.qscheme, "dense")
-            yield from _qlin(m + "up_proj", s.intermediate, H, s.qscheme, "dense")
-            yield from _qlin(m + "down_proj", H, s.intermediate, s.qscheme, "dense")
+                yield from _qlin(m + "gate_proj", inter, H, s.qscheme, "dense")
+            yield from _qlin(m + "up_proj", inter, H, s.qscheme, "dense")
+            yield from _qlin(m + "down_proj", H, inter, s.qscheme, "dense")
         else:
             yield from _generic_moe(s, p, n_exp)
     if s.vision_params:
@@ -200,6 +202,8 @@ def _generic_mixer(s: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
         yield from _gated_deltanet(p + "linear_attn.", s, qs)
     elif mixer == "none":
         return
+    elif mixer == "attn_linear":  # Nemotron-NAS replace_with_linear: one H x H matrix
+        yield from _qlin(a + "o_proj", H, H, qs, "attn")
     elif s.mla:
         nq = s.heads * (s.qk_nope + s.qk_rope)
         if s.q_lora_rank:
@@ -214,9 +218,10 @@ def _generic_mixer(s: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
         yield from _qlin(a + "o_proj", H, s.heads * s.v_head, qs, "attn")
     else:
         hd = s.head_dim
+        kvh = s.layer_kv_heads[i] if i < len(s.layer_kv_heads) and s.layer_kv_heads[i] > 0 else s.kv_heads
         yield from _qlin(a + "q_proj", s.heads * hd * (2 if s.attn_output_gate else 1), H, qs, "attn", bias=s.attn_bias)
-        yield from _qlin(a + "k_proj", s.kv_heads * hd, H, qs, "attn", bias=s.attn_bias)
-        yield from _qlin(a + "v_proj", s.kv_heads * hd, H, qs, "attn", bias=s.attn_bias)
+        yield from _qlin(a + "k_proj", kvh * hd, H, qs, "attn", bias=s.attn_bias)
+        yield from _qlin(a + "v_proj", kvh * hd, H, qs, "attn", bias=s.attn_bias)
         yield from _qlin(a + "o_proj", H, s.heads * hd, qs, "attn", bias=s.family == "gpt_oss")
         if s.qk_norm:
             yield _t(a + "q_norm.weight", "BF16", (hd,))

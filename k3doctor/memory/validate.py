@@ -2,7 +2,10 @@
 
 Each ``fixtures/receipts/*.json`` holds one public engine log line ("Load weight end … mem usage="
 or "Model loading took … GiB") together with the model and the launch command of the same report.
-Usage: ``python -m k3doctor.memory.validate [--json] [--markdown]``.
+Every receipt carries a ``split``: ``dev`` (the receipts the rules were written against) or
+``heldout`` (collected later, scored before any rule change, never tuned on; docs/validation.md says
+how the split is fixed). Results are reported overall, per split and per group.
+Usage: ``python -m k3doctor.memory.validate [--json]``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ from .plan import compute_plan, parallel_from_launch, resolve_gpu
 from ..units import GiB
 RECEIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "receipts"
 
-__all__ = ["load_receipts", "evaluate", "summary", "main"]
+__all__ = ["load_receipts", "evaluate", "summary", "split_summaries", "SPLITS", "main"]
+
+SPLITS = ("dev", "heldout")
 
 
 ROOT = RECEIPTS.parents[1]
@@ -57,7 +62,7 @@ def evaluate(rec: dict[str, Any]) -> dict[str, Any]:
     from k3doctor.launch import parse_launch
 
     out: dict[str, Any] = {"id": rec["id"], "engine": rec["engine"], "model": rec["model"], "gpu": rec.get("gpu"),
-                           "groups": list(rec.get("groups") or []), "measured_gib": float(rec["measured"]["weights_gib"])}
+                           "groups": list(rec.get("groups") or []), "split": rec.get("split", "dev"), "measured_gib": float(rec["measured"]["weights_gib"])}
     argv = _argv(rec["launch"])
     if argv and argv[0] == "xinference":  # xinference drives SGLang with one GPU
         launch = {"engine": "sglang", "tp": 1, "model": rec["model"]}
@@ -118,22 +123,33 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def split_summaries(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``summary`` of each split (``dev``, ``heldout``) on its own."""
+    return {sp: summary([r for r in rows if r.get("split", "dev") == sp]) for sp in SPLITS}
+
+
+def _summary_lines(title: str, s: dict[str, Any]) -> list[str]:
+    lines = [f"**{title}**: n = {s['n']}; unanswered {s['unanswered']}; median |error| {s.get('median_abs_error_pct')}%, "
+             f"max |error| {s.get('max_abs_error_pct')}%, mean |error| {s.get('mean_abs_error_pct')}%",
+             "", "| group | n | unanswered | median abs error | max abs error |", "|---|---:|---:|---:|---:|"]
+    for g, d in s["groups"].items():
+        lines.append(f"| {g} | {d['n']} | {d['unanswered']} | {d.get('median_abs_error_pct', '-')}% | {d.get('max_abs_error_pct', '-')}% |")
+    return lines + [""]
+
+
 def markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["| receipt | engine | model | plan | GPU | groups | measured GiB | projected GiB | error |",
-             "|---|---|---|---|---|---|---:|---:|---:|"]
+    lines = ["| receipt | split | engine | model | plan | GPU | groups | measured GiB | projected GiB | error |",
+             "|---|---|---|---|---|---|---|---:|---:|---:|"]
     for r in rows:
         proj = f"{r['projected_gib']:.2f}" if r.get("projected_gib") is not None else "refused"
         err = f"{r['error_pct']:+.2f}%" if r.get("error_pct") is not None else "unanswered"
-        lines.append(f"| {r['id']} | {r['engine']} | {r['model']} | {r['plan']} | {r['gpu']} | {', '.join(r.get('groups') or [])} "
-                     f"| {r['measured_gib']:.2f} | {proj} | {err} |")
+        lines.append(f"| {r['id']} | {r.get('split', 'dev')} | {r['engine']} | {r['model']} | {r['plan']} | {r['gpu']} "
+                     f"| {', '.join(r.get('groups') or [])} | {r['measured_gib']:.2f} | {proj} | {err} |")
     s = summary(rows)
     lines.append("")
-    lines.append(f"n = {s['n']}; unanswered {s['unanswered']}; median |error| {s.get('median_abs_error_pct')}%, "
-                 f"max |error| {s.get('max_abs_error_pct')}%, mean |error| {s.get('mean_abs_error_pct')}%")
-    lines += ["", "| group | n | unanswered | median abs error | max abs error |", "|---|---:|---:|---:|---:|"]
-    for g, d in s["groups"].items():
-        lines.append(f"| {g} | {d['n']} | {d['unanswered']} | {d.get('median_abs_error_pct', '-')}% | {d.get('max_abs_error_pct', '-')}% |")
-    lines.append("")
+    for sp, ss in split_summaries(rows).items():
+        lines += _summary_lines(f"{sp} ({'held out: never tuned on' if sp == 'heldout' else 'the rules were fixed against these'})", ss)
+    lines += _summary_lines("all receipts", s)
     lines.append(f"quantized formats: {', '.join(s['quantized_formats'])}")
     kv = [r for r in rows if "kv_projected_gib" in r]
     if kv:
@@ -150,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     rows = [evaluate(r) for r in load_receipts(Path(a.receipts))]
     if a.json:
-        print(json.dumps({"rows": rows, "summary": summary(rows)}, indent=1))
+        print(json.dumps({"rows": rows, "summary": summary(rows), "splits": split_summaries(rows)}, indent=1))
     else:
         sys.stdout.write(markdown(rows))
     return 0
