@@ -9,10 +9,23 @@ from typing import Any
 
 from .boundedio import BoundedReadError, read_bytes
 
-__all__ = ["load_versioned_json"]
+__all__ = ["load_versioned_json", "loads_or_reason"]
 
 #: the bounded reader's size cap for each document kind (manifests list one hash per shard)
 _BOUND_KIND = {"k3doctor.manifest": "manifest", "k3doctor.snapshot": "snapshot"}
+
+
+def loads_or_reason(text: str | bytes) -> tuple[Any, str | None]:
+    """``(value, None)``, or ``(None, why)`` when ``text`` is not JSON Python can hold: a syntax error
+    (with its line and column), a number too long to convert, or nesting too deep."""
+    try:
+        return json.loads(text), None
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+    except ValueError as exc:  # e.g. a number with more digits than Python converts
+        return None, f"not usable JSON ({str(exc)[:120]})"
+    except RecursionError:
+        return None, "not valid JSON (nested too deeply)"
 
 
 def load_versioned_json(path: str | Path, *, kind: str, schema_version: int, what: str, remedy: str,
@@ -36,14 +49,9 @@ def load_versioned_json(path: str | Path, *, kind: str, schema_version: int, wha
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise error(f"{p}: not UTF-8 text, so not a {what}; {remedy}") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise error(f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); {remedy}") from None
-    except ValueError as exc:  # e.g. a number with more digits than Python converts
-        raise error(f"{p}: not usable JSON ({str(exc)[:120]}); {remedy}") from None
-    except RecursionError:
-        raise error(f"{p}: not valid JSON (nested too deeply); {remedy}") from None
+    doc, why = loads_or_reason(text)
+    if why:
+        raise error(f"{p}: {why}; {remedy}")
     if not isinstance(doc, dict) or doc.get("kind") != kind:
         raise error(f"{p}: not a k3doctor {what} (no \"kind\": \"{kind}\"); {remedy}")
     if doc.get("schema_version") != schema_version:

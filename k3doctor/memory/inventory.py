@@ -239,16 +239,15 @@ def _with_hf_quant(cfg: Any, candidates: list[Path]) -> Any:
 def _json_file(p: Path) -> dict[str, Any]:
     from ..boundedio import BoundedReadError, read_text
 
+    from ..jsondoc import loads_or_reason
+
     try:
-        doc = json.loads(read_text(p, kind="config"))
+        text = read_text(p, kind="config")
     except BoundedReadError as exc:
         raise InventoryError(f"{exc.path}: cannot read ({exc.reason})") from None
-    except json.JSONDecodeError as exc:
-        raise InventoryError(f"{p}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    except ValueError as exc:  # e.g. a number with more digits than Python converts
-        raise InventoryError(f"{p}: not usable JSON ({str(exc)[:120]})") from None
-    except RecursionError:
-        raise InventoryError(f"{p}: not valid JSON (nested too deeply)") from None
+    doc, why = loads_or_reason(text)
+    if why:
+        raise InventoryError(f"{p}: {why}")
     if not isinstance(doc, dict):
         raise InventoryError(f"{p}: expected a JSON object")
     return doc
