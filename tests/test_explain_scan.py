@@ -136,16 +136,16 @@ def test_nothing_recognised(tmp_path):
     assert not r.recognised and r.matches == []
 
 
-def test_follow_lines_after_an_anchor_across_blocks(tmp_path, monkeypatch):
-    """NCCL puts the reason on the line after 'Last error:'; that line has no anchor of its own."""
+def test_reason_line_after_last_error_across_blocks(tmp_path, monkeypatch):
+    """NCCL puts the reason on the line after 'Last error:'; its keyword is an anchor of its own."""
     monkeypatch.setattr(scan_mod, "BLOCK", 32)
     text = ("x" * 20 + "\n") * 5 + (
         "ncclInternalError: Internal check failed.\nLast error:\nBootstrap : no socket interface found\n")
     r = Scanner().explain_files([write(tmp_path, "f.log", text)])
     assert ids(r) == ["nccl-no-socket-interface"] and r.matches[0].first_line == 8
-    # without an anchor line before it, log mode does not look at the line (text mode does)
+    # alone too: log mode examines every line that carries a keyword, as text mode does
     lone = write(tmp_path, "g.log", "Bootstrap : no socket interface found\n")
-    assert ids(Scanner().explain_files([lone])) == []
+    assert ids(Scanner().explain_files([lone])) == ["nccl-no-socket-interface"]
     assert ids(Scanner().explain_bytes(b"Bootstrap : no socket interface found\n")) == ["nccl-no-socket-interface"]
 
 

@@ -1,11 +1,10 @@
 """Streaming, two-stage matcher for pasted error text and multi-GB rank logs.
 
-Stage 1 (bulk, C speed): a handful of literal *anchors* ("rror", "WARN", "Xid", ...), grouped
-by first byte into one regex per group so that ``re`` can use its literal-prefix fast path,
-find the few candidate lines in each 4 MiB block of raw bytes. Every line a signature can
-match contains an anchor; ``tests/test_explain_kb.py`` checks that for every example and
-corpus line. Stage 2 (per candidate line): decode (bad UTF-8 replaced), strip ANSI colour,
-test the signatures whose literal ``keywords`` occur on the line, then their regexes.
+Stage 1 (log mode, :mod:`.prefilter`): the lines of each 4 MiB block that carry an *anchor*, a
+literal derived from the knowledge base itself (every signature keyword, and the literals the
+fallback's error markers require), so stage 1 never drops a line that could change the result.
+Stage 2 (per candidate line; every line for pasted text): decode (bad UTF-8 replaced), strip ANSI
+colour, test the signatures whose literal ``keywords`` occur on the line, then their regexes.
 
 Memory is bounded: one block plus one carried partial line (capped), plus per-signature
 aggregates (count, first few locations, one excerpt). Repeats collapse into one match.
@@ -22,49 +21,15 @@ from typing import BinaryIO, Callable, Iterable, Sequence
 
 from .fallback import FallbackModel, MAX_LINES, Verdict, fallback_signature, load_fallback
 from .kb import Signature, clean_line, load_kb
+from .prefilter import Prefilter, derive_anchors
 
-__all__ = ["ANCHORS", "Match", "Report", "Scanner", "explain_text", "explain_paths"]
-
-#: Stage-1 anchors (case-sensitive literals). Few distinct first bytes keep the scan fast.
-ANCHORS: tuple[str, ...] = (
-    "rror",                                     # Error/error (and the lines after it, see FOLLOW)
-    "ranks did", "ranks have not", "ranks haven", "ranks has not", "ranks that didn",  # waiting peers
-    "WARN", "Warn", "Watchdog",                 # NCCL WARN, Warning, NCCL watchdog
-    "Xid", "XID",                               # NVRM Xid lines
-    "NVRM", "NVML", "NVLS", "NNVL", "NET/", "Not enough", "NOT been", "No available",
-    "No space", "Ninja", "NCCL_", "No solution found", "No such file or directory", "No working C++",
-    "Failed", "FullMesh", "FA3", "FP4", "F_INET", "FAULT_STATUS",
-    "KV cache (", "KV cache memory", "K3 ", "Killed", "KILL",
-    "Using default MoE", "Unable to", "UTCL2",
-    "Custom allreduce", "CUDA device", "CUDA: ", "CUDA failed", "CUDA_ERROR", "CUDA out of", "CUDA error",
-    "CUTE_ARCH_", "CRITICAL", "Check failure stack trace", "Could not find NET", "CUBLAS_STATUS",
-    "Segmentation", "SIGSEGV", "RROR",
-    # Anchors for the fallback and for signatures whose lines have none of the above. The scan
-    # makes one regex pass per distinct first byte, and a pass costs what its first byte's
-    # frequency costs: so these start at a rare letter where the phrase allows (``failed`` not
-    # ``ailed``), and lowercase vowels never lead.
-    "failed", "FAILED", "cannot ", "Cannot ", "ync event", "ccess fault", "packet mismatch", "marked dead",
-    "waiting to acquire lock",
-    "xception", "xceed", "xFormers", "xit code: -",
-    "med out", "meout", "TIMEOUT", "Missing key", "missing key", "Minimum capability",
-    "minimum required version",
-    "mpatible", "m-killer", "nly supported on", "nly supports", "pool is full",
-    "loaded_weight", "could not be allocated", "could not find a node type", "does not support this kernel",
-    "does not allocate any GPUs", "does not match",
-    "Unsupported", "unsupported", "not supported", "undefined symbol", "nreachable", "unbalanced",
-    "non-zero status", "not defined for option", "unexpected key", "Unexpected key", "nvcc",
-    "InvalidCxxCompiler", "Invalid config",
-    "ut of memory", "unhealthy", "Cuda failure", "CUDA failure", "cuda failure", "must match top_k",
-    "refused", "Refused", "recogniz", "kernel image", "memory pressure", "pending tasks/actors",
-    "pending placement groups", "rofiled value", "scheduler is dead", "UnspecifiedPlatform",
-)
+__all__ = ["Match", "Report", "Scanner", "explain_text", "explain_paths"]
 
 BLOCK = 4 << 20          # bytes read per block
 MAX_LINE = 1 << 20       # bytes of one line scanned; the rest of a longer line is skipped
 LINE_CAP = 16 << 10      # characters of one line handed to stage 2
 CONTEXT_BYTES = 16 << 10  # how far back a signature's ``context`` regex may look
 MAX_LOCATIONS = 5        # first locations kept per match
-FOLLOW = 2               # lines after an anchor line also examined ("Last error:\n<reason>")
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 _TS = (
@@ -192,7 +157,7 @@ class Scanner:
     """Matches lines against the knowledge base; reusable across inputs."""
 
     def __init__(self, signatures: Sequence[Signature] | None = None,
-                 anchors: Sequence[str] = ANCHORS, fallback: FallbackModel | None | bool = True) -> None:
+                 anchors: Sequence[str] | None = None, fallback: FallbackModel | None | bool = True) -> None:
         self.signatures = tuple(load_kb() if signatures is None else signatures)
         #: the classifier for error lines no signature explains (``fallback=False``: none)
         self.fallback: FallbackModel | None = (
@@ -204,21 +169,44 @@ class Scanner:
                 kw[k.lower()].append(s)
         # longest first so the common short keywords do not shadow anything (order only)
         self._keywords = sorted(kw.items(), key=lambda kv: -len(kv[0]))
-        groups: dict[bytes, list[bytes]] = defaultdict(list)
-        for a in anchors:
-            b = a.encode()
-            groups[b[:1]].append(b[1:])
-        self._groups = []
-        for first, rests in sorted(groups.items()):
-            rests = sorted(set(rests), key=len, reverse=True)
-            alt = b"|".join(re.escape(r) for r in rests)
-            self._groups.append(re.compile(re.escape(first) + b"(?:" + alt + b")"))
+        #: keyword ranks by their first three characters (shorter keywords: tested on every line)
+        self._by_gram: dict[str, list[int]] = defaultdict(list)
+        self._short: list[int] = []
+        for rank, (k, _sigs) in enumerate(self._keywords):
+            (self._by_gram[k[:3]] if len(k) >= 3 else self._short).append(rank)
+        self._anchors = anchors
+        self._prefilter: Prefilter | None = None
+
+    @property
+    def prefilter(self) -> Prefilter:
+        """Stage 1 of log mode: anchors derived from the signatures and the fallback's markers
+        (built on first use: pasted text never pays for it)."""
+        if self._prefilter is None:
+            anchors = self._anchors
+            if anchors is None:
+                markers = [] if self.fallback is None else [self.fallback.error_markers,
+                                                             self.fallback.strong_markers]
+                anchors = derive_anchors([k for k, _ in self._keywords], markers)
+            self._prefilter = Prefilter(anchors)
+        return self._prefilter
 
     # -- stage 2 ------------------------------------------------------------------------------
     def candidates(self, text: str) -> list[Signature]:
+        """The signatures one of whose keywords occurs in ``text``, in keyword order.
+
+        Only the keywords whose first three characters occur in the line are tested (a set of
+        the line's trigrams), so a line costs its length, not the size of the KB."""
+        text = text.lower()  # keywords match case-insensitively (they are indexed lowercased)
+        by_gram = self._by_gram
+        if len(by_gram) < len(text):
+            ranks = [r for g, rs in by_gram.items() if g in text for r in rs]
+        else:
+            grams = {text[i:i + 3] for i in range(len(text) - 2)}
+            ranks = [r for g in grams.intersection(by_gram) for r in by_gram[g]]
+        ranks += self._short
         seen: dict[str, Signature] = {}
-        text = text.lower()
-        for k, sigs in self._keywords:
+        for r in sorted(ranks):
+            k, sigs = self._keywords[r]
             if k in text:
                 for s in sigs:
                     seen.setdefault(s.id, s)
@@ -255,51 +243,18 @@ class Scanner:
         return hits
 
     # -- stage 1 + streaming ------------------------------------------------------------------
-    def _candidate_spans(self, buf: bytes, owed: int = 0) -> tuple[list[tuple[int, int]], int]:
-        """Spans of candidate lines, and how many follow-up lines the next block still owes."""
-        spans: set[tuple[int, int]] = set()
-        n = len(buf)
-
-        def follow(nxt: int, k: int) -> int:
-            """Add up to k lines after offset ``nxt`` (a newline or -1); return lines missing."""
-            for i in range(k):
-                if nxt + 1 >= n:
-                    return k - i
-                e2 = buf.find(b"\n", nxt + 1)
-                e2 = n if e2 < 0 else e2
-                spans.add((nxt + 1, e2))
-                nxt = e2
-            return 0
-
-        follow(-1, owed)
-        owed_out = 0
-        last_en = -2
-        for rx in self._groups:
-            search = rx.search
-            m = search(buf)
-            while m:
-                st = buf.rfind(b"\n", 0, m.start()) + 1
-                en = buf.find(b"\n", m.end())
-                if en < 0:
-                    en = n
-                spans.add((st, en))
-                missing = follow(en, FOLLOW)
-                if en > last_en:
-                    last_en, owed_out = en, missing
-                m = search(buf, en + 1)
-        return sorted(spans), owed_out
-
-    def _all_spans(self, buf: bytes) -> list[tuple[int, int]]:
+    @staticmethod
+    def _all_spans(buf: bytes) -> tuple[list[tuple[int, int, int]], int]:
+        """Every line of ``buf`` as ``(start, end, index)``, and the number of newlines."""
         spans = []
-        st = 0
-        n = len(buf)
+        st, i, n = 0, 0, len(buf)
         while st < n:
             en = buf.find(b"\n", st)
             if en < 0:
                 en = n
-            spans.append((st, en))
-            st = en + 1
-        return spans
+            spans.append((st, en, i))
+            st, i = en + 1, i + 1
+        return spans, buf.count(b"\n")
 
     def scan_stream(self, stream: BinaryIO, name: str, agg: "_Aggregator",
                     file_index: int = 0, prefilter: bool = True) -> None:
@@ -314,14 +269,13 @@ class Scanner:
         rest of it is skipped, so memory stays at one block plus one capped line."""
         carry = b""
         tail = b""  # the end of the previous block: context for the next block's first lines
-        self._owed = 0
         line_base = 1
         skipping = False  # inside the rest of a cut line, or the partial line after a skip
         for chunk in chunks:
             if chunk is None:
                 if carry:
                     line_base = self._scan_block(carry, name, file_index, line_base, agg, prefilter, tail)
-                carry, tail, self._owed, skipping = b"", b"", 0, True
+                carry, tail, skipping = b"", b"", True
                 continue
             agg.bytes += len(chunk)
             if agg.progress is not None:
@@ -345,7 +299,7 @@ class Scanner:
                 agg.cut_lines += 1
                 agg.cut_bytes += len(buf) - MAX_LINE
                 line_base = self._scan_block(buf[:MAX_LINE], name, file_index, line_base, agg, prefilter, tail)
-                carry, tail, self._owed, skipping = b"", b"", 0, True
+                carry, tail, skipping = b"", b"", True
                 continue
             block, carry = buf[: cut + 1], buf[cut + 1:]
             line_base = self._scan_block(block, name, file_index, line_base, agg, prefilter, tail)
@@ -355,14 +309,9 @@ class Scanner:
 
     def _scan_block(self, buf: bytes, name: str, file_index: int, line_base: int,
                     agg: "_Aggregator", prefilter: bool, tail: bytes = b"") -> int:
-        if prefilter:
-            spans, self._owed = self._candidate_spans(buf, self._owed)
-        else:
-            spans = self._all_spans(buf)
-        pos, line = 0, line_base
-        for st, en in spans:
-            line += buf.count(b"\n", pos, st)
-            pos = st
+        spans, newlines = self.prefilter.candidates(buf) if prefilter else self._all_spans(buf)
+        for st, en, idx in spans:
+            line = line_base + idx
             agg.candidates += 1
             raw = buf[st:en]
             text = strip_ansi(raw[: LINE_CAP * 4].decode("utf-8", "replace")).rstrip("\r")
@@ -379,7 +328,7 @@ class Scanner:
                 agg.add(sig, values, name, file_index, line, text, buf, st, tail)
             if self.fallback is not None and not hits:
                 agg.observe(self.fallback, text, name, line)
-        total = line_base + buf.count(b"\n", 0) + (0 if buf.endswith(b"\n") else 1)
+        total = line_base + newlines + (0 if buf.endswith(b"\n") else 1)
         agg.lines += total - line_base
         return total
 

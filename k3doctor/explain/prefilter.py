@@ -1,0 +1,359 @@
+"""Stage 1 of the log scan: which lines of a block can matter, with anchors derived from the KB.
+
+A line can change the result of a scan only if a signature's literal keyword occurs on it
+(:meth:`Scanner.candidates` tests nothing else first) or if the fallback counts it as an error
+line (one of its ``error`` or ``strong`` marker regexes matches). So the anchors are
+
+* every signature keyword, and
+* for each marker regex, a set of literals one of which occurs in every match of it
+  (:func:`required_literals`, read off the parsed regex: ``[Ff]ail(?:ed|s)?`` gives
+  ``Fail``/``fail``; ``\\bError \\d{3}: `` gives ``Error ``),
+
+computed when the scanner is built. A signature or marker added, removed or reworded changes the
+anchors with it; one whose literals cannot be derived turns the prefilter off (every line is
+examined) instead of skipping lines. ``tests/test_explain_prefilter.py`` checks that a scan gives
+the same result with and without the prefilter on every example and corpus row.
+
+Speed. CPython has no multi-literal search: ``re`` runs a flat alternation of ~1000 literals at
+microseconds per byte, and one ``bytes.find`` per anchor is ~1000 passes. Two things make it cheap:
+
+* An engine log is mostly the same few line *shapes* with different numbers. A block is folded
+  (digits to ``0``, capitals to small letters, by ``bytes.translate``, offsets unchanged), split into lines and de-duplicated
+  with ``set``; shapes already known to carry no anchor are dropped (a bounded cache across
+  blocks), and only the new distinct shapes are searched. The lines whose shape hit are then
+  located in the block. When most shapes are new (request ids, random bytes), the folded block is
+  searched directly instead.
+* The search is one ``re`` pass per *pivot* byte, so every pass keeps ``re``'s literal-first-byte
+  fast path: each anchor is filed under one of its bytes, chosen so that few and rare bytes cover
+  all anchors (:func:`_pivoted`); the bytes after the pivot form a prefix-factored alternation and
+  a look-behind checks the whole anchor, so a pass finds exactly the anchors.
+
+ANSI colour is removed before the search, as stage 2 removes it before matching keywords.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from itertools import compress, count
+from typing import Any
+
+try:
+    import re._constants as _sc
+    import re._parser as _sp
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_constants as _sc  # type: ignore[no-redef]
+    import sre_parse as _sp  # type: ignore[no-redef]
+
+__all__ = ["Prefilter", "required_literals", "derive_anchors", "fold"]
+
+_UPPER = bytes(range(ord("A"), ord("Z") + 1))
+_FOLD = bytes.maketrans(b"0123456789" + _UPPER, b"0000000000" + _UPPER.lower())
+#: the bytes form of ``scan._ANSI`` (same sequences; ASCII only, so stripping before or after
+#: decoding removes the same text, and digit folding does not change what it matches)
+ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
+_MAX_SET = 64            # literal alternatives kept per regex piece before it counts as inexact
+CLEAN_CACHE = 16384      # distinct anchor-free line shapes remembered across blocks
+CLEAN_LINE = 1024        # longer shapes are not remembered (bounded memory)
+
+
+def fold(data: bytes) -> bytes:
+    """``data`` with every ASCII digit replaced by ``0`` and every ASCII capital by its small
+    letter (same length, same offsets): signatures match case-insensitively, so the anchors are
+    searched in folded text as folded literals."""
+    return data.translate(_FOLD)
+
+
+# -- literals a regex requires ------------------------------------------------------------------
+# Each piece of a parsed regex is either *exact* (it matches exactly one of a small set of strings)
+# or *inexact* with a requirement (a set of literals one of which occurs in every match; None: no
+# requirement known). A sequence concatenates runs of exact pieces into longer literals.
+
+_Req = frozenset[str] | None
+
+
+_ICASE_EXTRA = "\u0130\u0131\u017f\u212a"  # characters ``re`` also folds onto ASCII letters
+
+
+def _case_variants(ch: str) -> set[str]:
+    """Every character that ``ch`` matches under ``re.IGNORECASE`` (tested with ``re`` itself)."""
+    cands = {ch, ch.lower(), ch.upper(), ch.swapcase(), *_ICASE_EXTRA}
+    return {c for c in cands if len(c) == 1 and re.fullmatch(re.escape(ch), c, re.IGNORECASE)}
+
+
+def _chars(code: int, icase: bool) -> set[str]:
+    return _case_variants(chr(code)) if icase else {chr(code)}
+
+
+def _product(a: set[str], b: set[str]) -> set[str] | None:
+    if len(a) * len(b) > _MAX_SET:
+        return None
+    return {x + y for x in a for y in b}
+
+
+def _usable(s: set[str] | frozenset[str] | None) -> bool:
+    return bool(s) and min(map(len, s)) > 0  # type: ignore[arg-type]
+
+
+def _better(a: _Req, b: _Req) -> _Req:
+    """The more selective of two requirements (longest shortest literal, then fewest)."""
+    if not _usable(a):
+        return b if _usable(b) else None
+    if not _usable(b):
+        return a
+    assert a is not None and b is not None
+    ka, kb = (min(map(len, a)), -len(a)), (min(map(len, b)), -len(b))
+    return a if ka >= kb else b
+
+
+def _charset(av: list, icase: bool) -> set[str] | None:
+    out: set[str] = set()
+    for op, val in av:
+        if op is _sc.LITERAL:
+            out |= _chars(val, icase)
+        elif op is _sc.RANGE and val[1] - val[0] < 16:
+            for c in range(val[0], val[1] + 1):
+                out |= _chars(c, icase)
+        else:
+            return None  # NEGATE, CATEGORY (digits, word chars), wide ranges
+        if len(out) > 16:
+            return None
+    return out
+
+
+_REPEATS = tuple(getattr(_sc, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(_sc, n))
+_ATOMIC = getattr(_sc, "ATOMIC_GROUP", None)
+
+
+def _piece(op: Any, av: Any, icase: bool) -> tuple[set[str] | None, _Req]:
+    """(the exact strings it matches or None, a requirement) of one parsed item."""
+    if op is _sc.LITERAL:
+        return _chars(av, icase), None
+    if op is _sc.IN:
+        return _charset(av, icase), None
+    if op in (_sc.AT, _sc.ASSERT, _sc.ASSERT_NOT):  # zero-width: adjacent pieces stay adjacent
+        return {""}, None
+    if op is _sc.SUBPATTERN:
+        _g, add, dele, sub = av
+        flag = _sc.SRE_FLAG_IGNORECASE
+        return _sequence(sub, (icase or bool(add & flag)) and not dele & flag)
+    if _ATOMIC is not None and op is _ATOMIC:
+        return _sequence(av, icase)
+    if op is _sc.BRANCH:
+        exact: set[str] | None = set()
+        reqs: set[str] | None = set()
+        for branch in av[1]:
+            e, r = _sequence(branch, icase)
+            exact = exact | e if exact is not None and e is not None and len(exact) + len(e) <= _MAX_SET else None
+            req = frozenset(e) if e is not None and _usable(e) else r
+            reqs = reqs | req if reqs is not None and req is not None else None
+        return exact, (frozenset(reqs) if reqs else None)
+    if op in _REPEATS:
+        lo, hi, sub = av
+        e, r = _sequence(sub, icase)
+        if lo == hi == 1:
+            return e, r
+        if lo == 0 and hi == 1 and e is not None:
+            return e | {""}, None
+        if lo >= 1:
+            return None, (frozenset(e) if e is not None and _usable(e) else r)
+        return None, None
+    return None, None  # ANY, NOT_LITERAL, GROUPREF, categories ...
+
+
+def _sequence(items: Iterable, icase: bool) -> tuple[set[str] | None, _Req]:
+    """(the exact strings of the whole sequence or None, its best requirement)."""
+    best: _Req = None
+    run: set[str] = {""}          # the current run of adjacent exact pieces
+    exact: set[str] | None = {""}
+    for op, av in items:
+        e, r = _piece(op, av, icase)
+        if e is None:
+            best = _better(_better(best, r), frozenset(run))
+            run, exact = {""}, None
+            continue
+        exact = _product(exact, e) if exact is not None else None
+        joined = _product(run, e)
+        if joined is None:
+            best = _better(best, frozenset(run))
+            run = set(e)
+        else:
+            run = joined
+    return exact, _better(best, frozenset(run))
+
+
+def required_literals(rx: re.Pattern[str] | str) -> frozenset[str] | None:
+    """Literals one of which occurs in every match of ``rx``; None when none can be derived.
+
+    Conservative by construction: a piece it cannot read (``\\w+``, ``.``) only ends a run of
+    literals, so the answer is always a necessary condition (never a guess)."""
+    pattern, flags = (rx.pattern, rx.flags) if isinstance(rx, re.Pattern) else (rx, 0)
+    parsed = _sp.parse(pattern, flags)
+    icase = bool(parsed.state.flags & _sc.SRE_FLAG_IGNORECASE)
+    exact, req = _sequence(list(parsed), icase)
+    if exact is not None and _usable(exact):
+        return frozenset(exact)
+    return frozenset(req) if req is not None and _usable(req) else None
+
+
+def derive_anchors(keywords: Iterable[str], marker_regexes: Iterable[re.Pattern[str]]) -> tuple[str, ...] | None:
+    """The anchor literals for these signature keywords and fallback marker regexes, or None
+    when some of them require no literal (then every line must be examined)."""
+    out: set[str] = set()
+    for k in keywords:
+        if not k:
+            return None
+        out.add(k)
+    for rx in marker_regexes:
+        req = required_literals(rx)
+        if req is None:
+            return None
+        out |= req
+    return tuple(sorted(out))
+
+
+# -- the prefilter ------------------------------------------------------------------------------
+
+#: bytes frequent in log text: a pass whose first byte is one of them stops often
+_COMMON = frozenset(b" 0etaoinsrlhcdumpfgybw.,:;/-_=()[]'\"\t")
+
+
+def _pivoted(words: Iterable[bytes], penalty: float = 5, keep: int = 2) -> dict[int, list[tuple[bytes, bytes]]]:
+    """The anchors grouped by a *pivot* byte: ``{byte: [(rest after the pivot, anchor)]}``.
+
+    ``re`` makes one pass per group (a literal first byte keeps its fast path), so the number of
+    groups is the cost. The pivot is any byte of the anchor, the rest is matched after it and the
+    whole anchor is then checked with a look-behind, so the search finds exactly the anchors.
+    Greedy cover: take the byte found in the most remaining anchors (with ``keep`` bytes after it
+    where the anchor allows), a byte common in logs only when it covers ``penalty`` times as many
+    (measured on generated server logs, 1 to 50: 5 is best, 22 passes; on binary data every byte
+    is as rare and fewer passes win: ``penalty=1, keep=1``, 14 passes, 2.3x faster there)."""
+    groups: dict[int, list[tuple[bytes, bytes]]] = defaultdict(list)
+    # the bytes that may pivot each anchor: any but its last ``keep`` (where it is long enough)
+    todo = {w: set(w[: max(1, len(w) - keep)]) for w in set(words)}
+    cover: dict[int, int] = defaultdict(int)
+    for cands in todo.values():
+        for c in cands:
+            cover[c] += 1
+    while todo:
+        best = max((c for c in cover if cover[c]),
+                   key=lambda c: (cover[c] / (penalty if c in _COMMON else 1), -c))
+        pivot = bytes([best])
+        for w in [w for w, cands in todo.items() if best in cands]:
+            i = w.find(pivot, 0, max(1, len(w) - keep))
+            groups[best].append((w[i + 1:], w if i else b""))
+            for c in todo.pop(w):
+                cover[c] -= 1
+    return groups
+
+
+_ESC = [re.escape(bytes([c])) for c in range(256)]
+
+
+def _trie_regex(items: Sequence[tuple[bytes, bytes]]) -> bytes:
+    """An alternation of the rests factored by common prefix; where a rest ends, a look-behind
+    for its whole anchor (none when the pivot was the anchor's first byte)."""
+    trie: dict = {}
+    for rest, whole in items:
+        node = trie
+        for c in rest:
+            node = node.setdefault(c, {})
+        node.setdefault(None, set()).add(whole)
+
+    def emit(node: dict) -> bytes:
+        alts = []
+        wholes = node.get(None, set())
+        if b"" in wholes:  # the anchor is found: longer rests add nothing to a search
+            return b""
+        if wholes:
+            alts.append(b"|".join(b"(?<=" + re.escape(w) + b")" for w in sorted(wholes)))
+        alts += [_ESC[c] + emit(child) for c, child in sorted(
+            (k, v) for k, v in node.items() if k is not None)]
+        return alts[0] if len(alts) == 1 and b"|" not in alts[0] else b"(?:" + b"|".join(alts) + b")"
+
+    return emit(trie)
+
+
+class Prefilter:
+    """Finds the lines of a block that carry an anchor (see the module doc)."""
+
+    def __init__(self, anchors: Iterable[str] | None) -> None:
+        #: None: no prefilter possible; every line is a candidate
+        self.anchors: tuple[str, ...] | None = None if anchors is None else tuple(anchors)
+        self._words = sorted({fold(a.encode("utf-8")) for a in self.anchors or () if "\n" not in a})
+        self._passes = self._compile(_pivoted(self._words)) if self.anchors is not None else []
+        self._binary_passes: list[re.Pattern[bytes]] | None = None  # built when binary data comes
+        self._clean: set[bytes] = set()
+
+    @staticmethod
+    def _compile(groups: dict[int, list[tuple[bytes, bytes]]]) -> list[re.Pattern[bytes]]:
+        return [re.compile(_ESC[first] + _trie_regex(items)) for first, items in sorted(groups.items())]
+
+    @property
+    def every_line(self) -> bool:
+        return self.anchors is None
+
+    def _hit_lines(self, text: bytes, binary: bool = False) -> list[int]:
+        """Indices of the lines of ``text`` (folded) that carry an anchor, ANSI colour removed;
+        ``binary``: search with the fewest passes (every byte value is as frequent)."""
+        if b"\x1b" in text:  # escape sequences hold no newline: line indices stay the same
+            text = ANSI_BYTES.sub(b"", text)
+        passes = self._passes
+        if binary:
+            if self._binary_passes is None:
+                self._binary_passes = self._compile(_pivoted(self._words, penalty=1, keep=1))
+            passes = self._binary_passes
+        where: set[int] = set()
+        for rx in passes:
+            search, find = rx.search, text.find
+            m = search(text)
+            while m:
+                nl = find(b"\n", m.end() - 1)
+                where.add(text.rfind(b"\n", 0, m.start()) + 1)
+                if nl < 0:
+                    break
+                m = search(text, nl + 1)
+        out, at, line = [], 0, 0
+        for st in sorted(where):
+            line += text.count(b"\n", at, st)
+            at = st
+            out.append(line)
+        return out
+
+    def candidates(self, buf: bytes) -> tuple[list[tuple[int, int, int]], int]:
+        """``(start, end, line index)`` of the lines of ``buf`` that carry an anchor, in order,
+        and the number of newlines in ``buf``."""
+        folded = fold(buf)
+        lines = folded.split(b"\n")
+        newlines = len(lines) - 1
+        if self.every_line:
+            return self._spans(lines, range(len(lines) - (not lines[-1]))), newlines
+        new = set(lines)
+        new -= self._clean
+        if not new:
+            return [], newlines
+        if 4 * len(new) > len(lines):  # mostly new shapes: de-duplication does not pay
+            binary = folded.count(b"\x00") * 512 > len(folded)  # text logs hold no NUL bytes
+            return self._spans(lines, self._hit_lines(folded, binary)), newlines
+        shapes = list(new)
+        hits = {shapes[i] for i in self._hit_lines(b"\n".join(shapes))}
+        clean = [s for s in shapes if s not in hits and len(s) <= CLEAN_LINE]
+        if len(self._clean) + len(clean) > CLEAN_CACHE:
+            self._clean.clear()
+        self._clean.update(clean)
+        if not hits:
+            return [], newlines
+        # (each line's hash was computed by set() above and is cached by bytes)
+        return self._spans(lines, compress(count(), map(hits.__contains__, lines))), newlines
+
+    @staticmethod
+    def _spans(lines: list[bytes], idx: Iterable[int]) -> list[tuple[int, int, int]]:
+        out = []
+        pos, at = 0, 0
+        for i in idx:
+            if i > at:
+                pos += sum(map(len, lines[at:i])) + (i - at)
+                at = i
+            out.append((pos, pos + len(lines[i]), i))
+        return out

@@ -1,0 +1,182 @@
+"""The log-mode prefilter never changes a result: its anchors are derived from the KB and the
+fallback's markers, and a scan with it equals a scan of every line.
+
+Held-out corpus rows take part, but a failure names their id only (reading them would be tuning).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from k3doctor.explain import scan as scan_mod
+from k3doctor.explain.fallback import load_fallback
+from k3doctor.explain.kb import load_kb
+from k3doctor.explain.prefilter import Prefilter, derive_anchors, required_literals
+from k3doctor.explain.scan import Scanner
+
+CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "errors"
+SCANNER = Scanner()
+
+
+def _rows(name: str) -> list[dict]:
+    return [json.loads(line) for line in (CORPUS / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+ERRORS = _rows("errors.jsonl")
+BENIGN = _rows("benign.jsonl")
+
+
+def summary(data: bytes, prefilter: bool, scanner: Scanner = SCANNER) -> tuple:
+    """Everything a report says, except what stage 1 is about (candidate line count, time)."""
+    r = scanner.explain_bytes(data, prefilter=prefilter)
+    return ([(m.sig.id, m.count, m.first_file, m.first_line, m.excerpt, dict(m.values), list(m.locations),
+              list(m.evidence), m.ts, m.confidence, m.verdict) for m in r.matches],
+            r.lines_scanned, r.bytes_scanned, r.notes)
+
+
+def _same(data: bytes, scanner: Scanner = SCANNER) -> bool:
+    return summary(data, True, scanner) == summary(data, False, scanner)
+
+
+# -- the literals a regex requires ------------------------------------------------------------
+
+@pytest.mark.parametrize("pattern, want", [
+    (r"[Ff]ail(?:ed|s)?", {"Fail", "Failed", "Fails", "fail", "failed", "fails"}),
+    (r"\bError \d{3}: ", {"Error "}),
+    (r"(?:CUDA )?out of memory\b", {"out of memory", "CUDA out of memory"}),
+    (r"\b(?:[Cc]an ?not|[Uu]nable to)\b", {"Can not", "Cannot", "can not", "cannot", "Unable to", "unable to"}),
+    (r"\w+ timed out", {" timed out"}),
+    (r"(?:ab)+c", {"ab"}),
+    (r"(?i)oom", {"oom", "ooM", "oOm", "oOM", "Oom", "OoM", "OOm", "OOM"}),
+])
+def test_required_literals(pattern: str, want: set[str]) -> None:
+    assert required_literals(pattern) == want
+
+
+@pytest.mark.parametrize("pattern", [r"\w+", r"a|\d", r"(?:xyz)?", r".{3}", r"[^a]b?"])
+def test_no_literal_is_invented(pattern: str) -> None:
+    assert required_literals(pattern) is None
+
+
+def test_the_fallback_markers_give_anchors_and_every_marked_corpus_line_holds_one() -> None:
+    fb = load_fallback()
+    for rx in (fb.error_markers, fb.strong_markers):
+        lits = required_literals(rx)
+        assert lits, rx.pattern[:80]
+        for r in ERRORS + BENIGN:
+            for line in r["excerpt"].splitlines():
+                if rx.search(line):
+                    assert any(a in line for a in lits), r["id"]
+
+
+def test_the_packaged_kb_has_a_prefilter() -> None:
+    assert not SCANNER.prefilter.every_line
+    keywords = {k.lower() for s in load_kb() for k in s.keywords}  # keywords match case-insensitively
+    assert keywords <= {a.lower() for a in SCANNER.prefilter.anchors or ()}
+
+
+# -- equal results with and without the prefilter ---------------------------------------------
+
+@pytest.mark.parametrize("sig", load_kb(), ids=lambda s: s.id)
+def test_every_example_and_near_miss_gives_the_same_result(sig) -> None:  # type: ignore[no-untyped-def]
+    for text in sig.examples + sig.near_misses:
+        assert _same(text.encode("utf-8", "surrogateescape")), (sig.id, text)
+
+
+def test_every_corpus_row_gives_the_same_result() -> None:
+    bad = [r["id"] for r in ERRORS + BENIGN if not _same(r["excerpt"].encode("utf-8", "surrogateescape"))]
+    assert not bad, bad
+
+
+_WORD = re.compile(r"[A-Za-z]{3,}")
+
+
+def _colour(text: str, rnd: random.Random) -> str:
+    """ANSI colour around and inside some words (stage 2 strips it, so stage 1 must see through it)."""
+    def sub(m: re.Match[str]) -> str:
+        w = m.group(0)
+        if rnd.random() < 0.3:
+            cut = rnd.randrange(1, len(w))
+            return w[:cut] + "\x1b[1m" + w[cut:] + "\x1b[0m"
+        return f"\x1b[3{rnd.randrange(8)}m{w}\x1b[0m" if rnd.random() < 0.3 else w
+    return _WORD.sub(sub, text)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_corpus_rows_in_colour_with_other_numbers_and_crlf_give_the_same_result(seed: int) -> None:
+    rnd = random.Random(seed)
+    bad = []
+    for r in ERRORS + BENIGN:
+        text = _colour(r["excerpt"], rnd)
+        text = re.sub(r"\d", lambda _: str(rnd.randrange(10)), text)
+        if rnd.random() < 0.3:
+            text = text.replace("\n", "\r\n")
+        if not _same(text.encode("utf-8", "surrogateescape")):
+            bad.append(r["id"])
+    assert not bad, bad
+
+
+def test_rows_inside_noise_across_block_boundaries_give_the_same_result(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Small blocks, so rows, their context windows and their timestamps straddle boundaries."""
+    monkeypatch.setattr(scan_mod, "BLOCK", 512)
+    rnd = random.Random(5)
+    noise = [f"[2026-11-30 10:{m:02d}:{s:02d} TP{m % 8}] Decode batch. #running-req: {s}, #token: {m * s}\n"
+             for m in range(60) for s in range(0, 60, 7)]
+    for chunk in range(0, len(ERRORS), 60):
+        parts = []
+        for r in ERRORS[chunk:chunk + 60]:
+            parts += rnd.sample(noise, rnd.randrange(0, 6))
+            parts.append(r["excerpt"] + "\n")
+        data = "".join(parts).encode("utf-8", "surrogateescape")
+        assert _same(data), f"rows {chunk}-{chunk + 59}"
+
+
+def test_the_shape_cache_does_not_hide_a_line_in_a_later_block(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(scan_mod, "BLOCK", 256)
+    clean = b"INFO 11-30 10:00:01 [loggers.py:116] Engine 000: Avg prompt throughput: 1.0 tokens/s\n"
+    oom = b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    data = clean * 40 + oom + clean * 40 + oom.replace(b"2.00", b"4.00")
+    s = summary(data, True)
+    assert s == summary(data, False)
+    assert s[0][0][0] == "torch-cuda-oom" and s[0][0][1] == 2
+
+
+# -- derived, not listed ----------------------------------------------------------------------
+
+def test_a_new_signature_keyword_is_an_anchor_without_any_list_to_edit() -> None:
+    from k3doctor.explain.kb import Signature
+
+    sig = Signature(id="zq-made-up", category="other", title="t", keywords=("qqzzy frobnication",),
+                    patterns=(r"qqzzy frobnication of (?P<what>\w+)",), cause="c", fix="f")
+    scanner = Scanner(signatures=list(load_kb()) + [sig])
+    data = b"INFO fine\n" * 50 + b"stage 3: qqzzy frobnication of widgets\n"
+    assert _same(data, scanner)
+    assert [m.sig.id for m in scanner.explain_bytes(data, prefilter=True).matches] == ["zq-made-up"]
+
+
+def test_a_marker_without_a_literal_turns_the_prefilter_off() -> None:
+    fb = load_fallback()
+    loose = type(fb)(error_markers=re.compile(r"\w+ went wrong|\d+"), strong_markers=fb.strong_markers,
+                     exception_line=fb.exception_line, not_error=fb.not_error, hedge=fb.hedge,
+                     categories=fb.categories)
+    scanner = Scanner(fallback=loose)
+    assert scanner.prefilter.every_line
+    data = b"INFO fine\n" * 5 + b"something 12 went wrong\n"
+    assert _same(data, scanner)
+
+
+def test_prefilter_finds_exactly_the_lines_holding_an_anchor() -> None:
+    pf = Prefilter(["Xid", "out of memory", "Error", "\u00e9chec"])
+    buf = ("ok\nNVRM: Xid 79\nfine\nCUDA \x1b[1mout of\x1b[0m memory\nError: x\n\u00e9chec 3\n"
+           "nothing\nXi d\n").encode()
+    spans, newlines = pf.candidates(buf)
+    assert newlines == buf.count(b"\n")
+    lines = buf.split(b"\n")
+    assert [i for _, _, i in spans] == [1, 3, 4, 5]
+    assert all(buf[st:en] == lines[i] for st, en, i in spans)
+    assert derive_anchors(["a", ""], []) is None
