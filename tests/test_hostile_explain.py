@@ -186,3 +186,23 @@ def test_json_safe_keeps_the_value() -> None:
     doc = json.dumps({"a": "x\x9by\x7fz"}, ensure_ascii=False)
     safe = json_safe(doc)
     assert "\x9b" not in safe and "\x7f" not in safe and json.loads(safe) == {"a": "x\x9by\x7fz"}
+
+
+def test_a_log_of_one_error_repeated_a_million_times(tmp_path: Path) -> None:
+    log = tmp_path / "repeat.log"
+    log.write_bytes(b"RuntimeError: NCCL error: unhandled system error\n" * 1_000_000)
+    rc, out, _err, _ = run_case(tmp_path, ["--log", str(log), "--format", "json"])
+    doc = json.loads(out)
+    top = doc["matches"][0]
+    assert rc == 0 and top["count"] == 1_000_000 and top["first_line"].endswith(":1")
+
+
+def test_a_log_of_only_distinct_error_lines_is_bounded_and_keeps_its_end(tmp_path: Path) -> None:
+    log = tmp_path / "distinct.log"
+    lines = [f"ERROR {i}: failed to load shard {i} of the model\n" for i in range(300_000)]
+    lines.append(OOM + "\n")  # the last line: what a reader of the log would look at
+    log.write_text("".join(lines))
+    rc, out, err, _ = run_case(tmp_path, ["--log", str(log), "--format", "json"])
+    doc = json.loads(out)
+    assert rc == 0 and b"counted, not examined" in err
+    assert "torch-cuda-oom" in [m["id"] for m in doc["matches"]]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Iterable, Sequence
 
@@ -26,6 +26,11 @@ from .prefilter import Prefilter, derive_anchors
 __all__ = ["Match", "Report", "Scanner", "explain_text", "explain_paths"]
 
 BLOCK = 4 << 20          # bytes read per block
+MEMO_LINES = 8192        # distinct line texts whose matches one scan remembers
+#: candidate lines one scan examines in full (a log of nothing but distinct error lines must not
+#: take minutes); past it lines are counted, and the last TAIL_LINES of them examined at the end
+MAX_EXAMINED = 20_000
+TAIL_LINES = 2_000
 MAX_LINE = 1 << 20       # bytes of one line scanned; the rest of a longer line is skipped
 LINE_CAP = 16 << 10      # characters of one line handed to stage 2
 CONTEXT_BYTES = 16 << 10  # how far back a signature's ``context`` regex may look
@@ -307,30 +312,78 @@ class Scanner:
         if carry:
             self._scan_block(carry, name, file_index, line_base, agg, prefilter, tail)
 
+    def _matches(self, text: str, ctx: Callable[[], str], memo: dict[str, list[tuple[Signature, dict[str, str]]]]
+                 ) -> list[tuple[Signature, dict[str, str]]]:
+        """:meth:`match_line`, remembered per line text within one scan (an engine log repeats
+        the same error line on every rank and every retry); a result that read the lines before
+        (a signature's ``context``) is not remembered, since it depends on where the line is."""
+        hits = memo.get(text)
+        if hits is not None:
+            return hits
+        looked: list[bool] = []
+
+        def context() -> str:
+            looked.append(True)
+            return ctx()
+
+        hits = self.match_line(text, context)
+        if not looked:
+            if len(memo) >= MEMO_LINES:
+                memo.clear()
+            memo[text] = hits
+        return hits
+
     def _scan_block(self, buf: bytes, name: str, file_index: int, line_base: int,
                     agg: "_Aggregator", prefilter: bool, tail: bytes = b"") -> int:
         spans, newlines = self.prefilter.candidates(buf) if prefilter else self._all_spans(buf)
+        memo = agg.memo
+        last_raw, text = b"", ""
         for st, en, idx in spans:
             line = line_base + idx
             agg.candidates += 1
             raw = buf[st:en]
-            text = strip_ansi(raw[: LINE_CAP * 4].decode("utf-8", "replace")).rstrip("\r")
-            if len(text) > LINE_CAP:
-                text = text[:LINE_CAP]
+            if raw != last_raw:  # the same line again (a repeated error) is decoded once
+                last_raw = raw
+                text = strip_ansi(raw[: LINE_CAP * 4].decode("utf-8", "replace")).rstrip("\r")
+                if len(text) > LINE_CAP:
+                    text = text[:LINE_CAP]
 
             def ctx(st: int = st) -> str:
                 lo = max(0, st - CONTEXT_BYTES)
                 before = buf[lo:st] if lo > 0 or not tail else tail[-(CONTEXT_BYTES - st):] + buf[:st]
                 return strip_ansi(before.decode("utf-8", "replace"))
 
-            hits = self.match_line(text, ctx)
-            for sig, values in hits:
-                agg.add(sig, values, name, file_index, line, text, buf, st, tail)
-            if self.fallback is not None and not hits:
-                agg.observe(self.fallback, text, name, line)
+            if text not in memo:
+                if agg.examined >= MAX_EXAMINED:
+                    agg.defer((text, name, file_index, line, buf[st:en]))
+                    continue
+                agg.examined += 1
+            self._examine(text, ctx, memo, agg, (name, file_index, line), (buf, st, tail))
         total = line_base + newlines + (0 if buf.endswith(b"\n") else 1)
         agg.lines += total - line_base
         return total
+
+    def _examine(self, text: str, ctx: Callable[[], str], memo: dict[str, list[tuple[Signature, dict[str, str]]]],
+                 agg: "_Aggregator", where: tuple[str, int, int], at: tuple[bytes, int, bytes]) -> None:
+        name, file_index, line = where
+        hits = self._matches(text, ctx, memo)
+        for sig, values in hits:
+            agg.add(sig, values, name, file_index, line, text, *at)
+        if self.fallback is not None and not hits:
+            agg.observe(self.fallback, text, name, line)
+
+    def _examine_deferred(self, agg: "_Aggregator") -> None:
+        """The last lines past the :data:`MAX_EXAMINED` budget (the end of a log says most)."""
+        def no_context() -> str:  # the lines before a deferred line are gone (bounded memory)
+            return ""
+
+        for text, name, file_index, line, raw in agg.deferred:
+            self._examine(text, no_context, agg.memo, agg, (name, file_index, line), (raw, 0, b""))
+        if agg.skipped_lines:
+            agg.notes.append(f"{MAX_EXAMINED:,} distinct candidate lines examined, then only the last "
+                             f"{len(agg.deferred):,} of the {agg.skipped_lines:,} after them "
+                             f"({agg.skipped_lines - len(agg.deferred):,} counted, not examined)")
+        agg.deferred.clear()
 
     # -- entry points -------------------------------------------------------------------------
     def explain_bytes(self, data: bytes, name: str = "<text>", prefilter: bool = False) -> Report:
@@ -339,6 +392,7 @@ class Scanner:
         t0 = time.perf_counter()
         agg = _Aggregator()
         self.scan_stream(io.BytesIO(data), name, agg, 0, prefilter)
+        self._examine_deferred(agg)
         return agg.report([name], time.perf_counter() - t0, self.fallback)
 
     def explain_files(self, paths: Iterable[str], prefilter: bool = True,
@@ -364,6 +418,7 @@ class Scanner:
                 self.scan_chunks(source.log_chunks(fd, p, agg.notes), p, agg, i, prefilter)
             finally:
                 os.close(fd)
+        self._examine_deferred(agg)
         return agg.report(names, time.perf_counter() - t0, self.fallback)
 
 
@@ -381,6 +436,16 @@ class _Aggregator:
         self.notes: list[str] = []   # what was skipped, one line each (source caps)
         self.cut_lines = 0           # lines longer than MAX_LINE (their rest not scanned)
         self.cut_bytes = 0           # bytes of those lines, and of partial lines after a skip
+        #: line text -> its signature matches, for lines seen again (bounded: MEMO_LINES)
+        self.memo: dict[str, list[tuple[Signature, dict[str, str]]]] = {}
+        self.examined = 0            # distinct candidate lines examined in full (MAX_EXAMINED)
+        self.skipped_lines = 0       # candidate lines past that budget
+        #: the last TAIL_LINES of them: (text, source, file index, line, raw line)
+        self.deferred: "deque[tuple[str, str, int, int, bytes]]" = deque(maxlen=TAIL_LINES)
+
+    def defer(self, item: tuple[str, str, int, int, bytes]) -> None:
+        self.skipped_lines += 1
+        self.deferred.append(item)
 
     def observe(self, model: FallbackModel, text: str, name: str, line: int) -> None:
         """Remember an unmatched line when it is an error line (bounded)."""
@@ -395,6 +460,10 @@ class _Aggregator:
     def add(self, sig: Signature, values: dict[str, str], name: str, file_index: int,
             line: int, text: str, buf: bytes, st: int, tail: bytes = b"") -> None:
         m = self.by_id.get(sig.id)
+        if m is not None and len(m.locations) >= MAX_LOCATIONS and (sig.id, name) in self.ts_seen \
+                and (len(m.evidence) >= 3 or name in m.files) and all(k in m.values for k in values):
+            m.count += 1  # nothing else of this match can change: only count the line
+            return
         if m is None:
             m = Match(sig=sig, first_file=name, first_line=line, file_index=file_index,
                       excerpt=text.strip()[:400])
