@@ -123,11 +123,13 @@ def test_no_benign_development_line_is_reported_as_an_error(prefilter):
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
 def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     """The issue's bar is 0. Round 4 brought one flagged held-out benign line (of 69), round 5
-    four more (of 11 new held-out lines; the fresh sample flagged 4 of its 23 benign lines when it
-    was scored before use). They are not read or tuned on, so this gate holds the published
-    figure (docs/validation.md) and fails on any further alarm; it reports a count only."""
+    four more (of 11 new held-out lines), round 6 two more (the fresh sample flagged 4 of its 63
+    benign lines when it was scored before use). They are not read or tuned on; the rules for
+    notices (soft lines need an error line beside them, see docs/explain.md) brought the count
+    from 7 to 2 of 104. This gate holds the published figure (docs/validation.md) and fails on
+    any further alarm; it reports a count only."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 5, f"{n} held-out benign lines flagged"
+    assert n <= 2, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():

@@ -115,6 +115,7 @@ class Match:
     evidence: list[tuple[str, int, str]] = field(default_factory=list)
     files: set[str] = field(default_factory=set)
     verdict: Verdict | None = None   # set on a fallback match (no signature matched)
+    hard: bool = False               # matched at least once on a line that is not soft
 
     @property
     def benign(self) -> bool:
@@ -375,8 +376,9 @@ class Scanner:
                 return strip_ansi(before.decode("utf-8", "replace"))
 
             hits = self.match_line(text, ctx)
+            hard = not hits or self.fallback is None or not self.fallback.is_soft_line(text)
             for sig, values in hits:
-                agg.add(sig, values, name, file_index, line, text, buf, st, tail)
+                agg.add(sig, values, name, file_index, line, text, buf, st, tail, hard)
             if self.fallback is not None and not hits:
                 agg.observe(self.fallback, text, name, line)
         total = line_base + buf.count(b"\n", 0) + (0 if buf.endswith(b"\n") else 1)
@@ -444,13 +446,14 @@ class _Aggregator:
             self.unexplained.append(item)
 
     def add(self, sig: Signature, values: dict[str, str], name: str, file_index: int,
-            line: int, text: str, buf: bytes, st: int, tail: bytes = b"") -> None:
+            line: int, text: str, buf: bytes, st: int, tail: bytes = b"", hard: bool = True) -> None:
         m = self.by_id.get(sig.id)
         if m is None:
             m = Match(sig=sig, first_file=name, first_line=line, file_index=file_index,
                       excerpt=text.strip()[:400])
             self.by_id[sig.id] = m
         m.count += 1
+        m.hard = m.hard or hard or sig.standalone
         for k, v in values.items():
             m.values.setdefault(k, v)
         if len(m.locations) < MAX_LOCATIONS:
@@ -495,6 +498,11 @@ class _Aggregator:
     def report(self, sources: list[str], elapsed: float,
                fallback: FallbackModel | None = None) -> Report:
         found = list(self.by_id.values())
+        if fallback is not None and not (self.unexplained or self.last_exception
+                                         or any(m.hard for m in found if not m.benign)):
+            # only soft lines (INFO, "falling back", "deprecated" ...) and no error line: a
+            # signature that matched them is not an answer by itself
+            found = [m for m in found if m.benign]
         fb = self._fallback_match(fallback) if fallback is not None else None
         matches = sorted(found, key=Match.sort_key)
         if fb is not None:  # ahead of symptoms and benign lines, behind nothing else
