@@ -126,10 +126,11 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     four more (of 11 new held-out lines), round 6 two more (the fresh sample flagged 4 of its 63
     benign lines when it was scored before use). They are not read or tuned on; the rules for
     notices (soft lines need an error line beside them, see docs/explain.md) brought the count
-    from 7 to 2 of 104. This gate holds the published figure (docs/validation.md) and fails on
-    any further alarm; it reports a count only."""
+    from 7 to 2 of 104, and the benign c10d-ipv6-probe signature (written from round 6b's three
+    development rows) to 1. This gate holds the published figure (docs/validation.md) and fails
+    on any further alarm; it reports a count only."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 2, f"{n} held-out benign lines flagged"
+    assert n <= 1, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
