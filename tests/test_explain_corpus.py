@@ -89,16 +89,18 @@ def test_top1_on_the_development_split(prefilter):
     thread's conclusion that the message alone cannot show; docs/validation.md)."""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
-    assert acc >= (0.945 if not prefilter else 0.94), misses
+    assert acc >= 0.945, misses  # log mode answers what text mode does (the prefilter is exact)
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
 def test_top1_on_the_heldout_split(prefilter):
     """A regression gate just under the published figure (docs/validation.md); the KB is never
-    written from these rows, and the misses are reported by count only."""
+    written from these rows, and the misses are reported by count only. 0.79 became 0.78 when the
+    soft-line rule (benign alarms on the held-out benign lines 7 -> 1) cost one held-out row
+    (311 -> 310 of 393); log mode now gives exactly the text-mode answer (was gated at 0.74)."""
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= (0.79 if not prefilter else 0.74), len(misses)
+    assert acc >= 0.78, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
@@ -123,11 +125,14 @@ def test_no_benign_development_line_is_reported_as_an_error(prefilter):
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
 def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     """The issue's bar is 0. Round 4 brought one flagged held-out benign line (of 69), round 5
-    four more (of 11 new held-out lines; the fresh sample flagged 4 of its 23 benign lines when it
-    was scored before use). They are not read or tuned on, so this gate holds the published
-    figure (docs/validation.md) and fails on any further alarm; it reports a count only."""
+    four more (of 11 new held-out lines), round 6 two more (the fresh sample flagged 4 of its 63
+    benign lines when it was scored before use). They are not read or tuned on; the rules for
+    notices (soft lines need an error line beside them, see docs/explain.md) brought the count
+    from 7 to 2 of 104, and the benign c10d-ipv6-probe signature (written from round 6b's three
+    development rows) to 1. This gate holds the published figure (docs/validation.md) and fails
+    on any further alarm; it reports a count only."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 5, f"{n} held-out benign lines flagged"
+    assert n <= 1, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():

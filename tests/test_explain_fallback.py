@@ -25,6 +25,45 @@ def matches(text: str, prefilter: bool = False):
     return SCANNER.explain_bytes(text.encode("utf-8", "surrogateescape"), prefilter=prefilter).matches
 
 
+# -- soft lines: notices are no answer on their own ----------------------------------------------
+@pytest.mark.parametrize("line", [
+    "INFO 05-14 04:44:37 [api_server.py:1034] Loading weights failed over to the slow path",
+    "[rank0]:[W806 14:25:27.6 ProcessGroupGloo.cpp:524] Warning: Unable to resolve hostname to a "
+    "(local) address. Using the loopback address as fallback.",
+    "The server socket on [::ffff:10.4.6.125]:63617 has timed out, will retry.",
+    "use_cache=True is incompatible with gradient checkpointing. Setting use_cache=False...",
+    "[2026-01-30 20:54:50 PP0 TP1] Ignore import error when loading sglang.srt.models.x: No module named 'cuda'",
+    "WARNING 02-06 00:09:43 arg_utils.py:1019] [DEPRECATED] Block manager v1 has been removed; the flag is deprecated!",
+])
+@pytest.mark.parametrize("prefilter", [False, True])
+def test_a_notice_alone_is_not_reported_as_an_error(line, prefilter):
+    assert all(m.benign for m in matches(line, prefilter)), [m.sig.id for m in matches(line, prefilter)]
+
+
+def test_a_soft_signature_line_counts_when_an_error_line_is_beside_it():
+    notice = ("[rank7]:[W806 14:25:27.6 ProcessGroupGloo.cpp:524] Warning: Unable to resolve hostname to a "
+              "(local) address. Using the loopback address as fallback. Manually set the network "
+              "interface to bind to with GLOO_SOCKET_IFNAME.")
+    assert not matches(notice)
+    ids = [m.sig.id for m in matches(notice + "\nRuntimeError: worker exited with code 1")]
+    assert "gloo-hostname-loopback" in ids
+
+
+def test_a_failure_printed_at_info_stands_when_its_signature_is_standalone():
+    line = "INFO 05-14 04:44:35 [__init__.py:243] No platform detected, vLLM is running on UnspecifiedPlatform"
+    assert [m.sig.id for m in matches(line)] == ["vllm-no-gpu-platform"]
+
+
+@pytest.mark.parametrize("line", [
+    # an inner ERROR level, an exception name or NCCL's WARN level under an informational tag
+    "2023-12-01 08:55:00 | INFO | stdout | Caught Unknown Error CUDA error: device-side assert triggered",
+    "x:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Call to connect returned Connection refused, retrying",
+    "warning 07-24 21:16:52 _custom_ops.py:14] failed to import from vllm._c with importerror(\"libc.so.6\")",
+])
+def test_an_error_under_an_informational_tag_is_not_soft(line):
+    assert SCANNER.fallback is not None and not SCANNER.fallback.is_soft_line(line)
+
+
 # -- the fallback -------------------------------------------------------------------------------
 def test_an_unknown_error_gets_a_low_confidence_category_with_the_line_and_next_step():
     line = "RuntimeError: frobnicator handshake with peer 10.1.2.3 over the ibv_ transport timed out"

@@ -13,7 +13,9 @@ and names a category with ``confidence = "low"``, the line quoted, and the next 
    compatible with the current PyTorch``, ``driver ... too old``: real failures that PyTorch and
    the engines print as warnings). A line that hedges ("This may result in", "This is expected",
    an optional ``lib*.so`` that could not be opened) is not an error line unless it names an
-   exception. Text with no error line keeps the answer "nothing recognised".
+   exception. Text with no error line keeps the answer "nothing recognised". Such lines, and lines
+   at an informational level, are *soft* (:meth:`FallbackModel.is_soft_line`): a signature that
+   matched only soft lines is no answer unless the text holds an error line (scan.py's report).
 2. **The salient line.** The last exception line (Python prints the error last), else the first
    error line of the first source that has one.
 3. **The category.** Weighted literal terms per category (``kb/fallback.toml``, built from the
@@ -45,6 +47,12 @@ FALLBACK_PREFIX = "fallback-"
 MAX_LINES = 256          # error lines kept per report (first ones; the last exception separately)
 MAX_CLASSIFIED = 64      # of those, how many take part in the classification
 _EXPLICIT = re.compile(r"\b(?:ERROR|Error|FATAL|Fatal)\b|[Aa]ssertion|terminate called|Segmentation fault")
+#: an exception name or a fatal word in any case (a lower-cased paste keeps them); bare "error" is
+#: left out so that "Ignore import error when loading ..." stays a notice
+_EXPLICIT_ANYCASE = re.compile(r"[a-z](?:error|exception)\b|\b(?:fatal|assertion)\b|terminate called"
+                               r"|segmentation fault"
+                               # NCCL has two levels: INFO, and WARN for what went wrong
+                               r"|NCCL WARN", re.IGNORECASE)
 #: a file path with two or more separators (``/a/b/c.py:12``, ``csrc/x/y.hpp``); one-slash tokens
 #: such as ``NET/IB`` or ``Driver/library`` stay
 _PATH = re.compile(r"[\w.~+-]{0,200}(?:/[\w.~+-]{1,200}){2,40}(?::\d{1,7})?")
@@ -157,6 +165,8 @@ class FallbackModel:
     not_error: re.Pattern[str]
     hedge: re.Pattern[str]
     categories: tuple[CategoryTerms, ...]
+    #: lines at an informational level (INFO/DEBUG/TRACE/NOTICE, ``NCCL INFO``, glog ``I``)
+    info_level: re.Pattern[str] | None = None
     _by_name: dict[str, CategoryTerms] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -176,6 +186,22 @@ class FallbackModel:
         if self.not_error.search(head) or self.not_error.search(strip_tags(head)):
             return False
         return not (self.hedge.search(head) and not self.exception_line.search(head))
+
+    def is_soft_line(self, text: str) -> bool:
+        """A line that reports rather than fails: printed at an informational level, or one that
+        says what it does about a problem (falls back, retries, ignores, is deprecated, "this is
+        expected") without naming an exception. A strong marker is never soft.
+
+        A signature that matches only soft lines is not an answer unless some line of the text
+        is an error line (see :meth:`Scanner <k3doctor.explain.scan.Scanner>`'s report)."""
+        head = clean_line(text[:LINE_CHARS])
+        if (self.strong_markers.search(head) or self.exception_line.search(head)
+                or _EXPLICIT.search(head) or _EXPLICIT_ANYCASE.search(head)):
+            return False  # an inner ERROR, an exception or an assertion under an outer INFO tag
+        if self.info_level is not None and (self.info_level.search(head)
+                                            or self.info_level.search(strip_tags(head))):
+            return True
+        return bool(self.hedge.search(head))
 
     def is_exception_line(self, text: str) -> bool:
         return bool(self.exception_line.search(clean_line(text[:LINE_CHARS])))
@@ -270,6 +296,8 @@ def parse_fallback_text(text: str, where: str = "kb/fallback.toml") -> FallbackM
         not_error=_compile(markers.get("not_error"), "markers.not_error", re.IGNORECASE),
         hedge=_compile(markers.get("hedge"), "markers.hedge", re.IGNORECASE),
         categories=tuple(cats),
+        info_level=(_compile(markers["info_level"], "markers.info_level") if "info_level" in markers
+                    else None),
     )
 
 

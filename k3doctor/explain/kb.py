@@ -21,6 +21,9 @@ Each TOML file declares ``category = "<name>"`` and a list of ``[[signature]]`` 
                                              # a list: the first template whose keys are all known
     context = 'fastsafetensors'              # regex that must occur on the line or just before it
     supersedes = ["torch-oom"]               # ids suppressed when both match one line
+    standalone = true                        # the message is a failure although the engine prints
+                                             # it at INFO/DEBUG (vLLM's "No platform detected"):
+                                             # a match stands without an error line in the text
 
 Patterns are compiled lazily (first use), so loading the KB costs a TOML parse only.
 """
@@ -107,6 +110,7 @@ class Signature:
     detail: tuple[str, ...] = ()
     context: str = ""
     supersedes: tuple[str, ...] = ()
+    standalone: bool = False
     _compiled: tuple[re.Pattern[str], ...] | None = field(default=None, repr=False)
     _extract_compiled: dict[str, re.Pattern[str]] | None = field(default=None, repr=False)
     _context_compiled: re.Pattern[str] | None = field(default=None, repr=False)
@@ -200,11 +204,13 @@ def _build(raw: dict[str, Any], category: str, where: str) -> Signature:
         raise KBError(f"{where}: 'extract' must map names to regex strings")
     known = set(_REQUIRED) | {
         "category", "tier", "related_checks", "references", "examples", "near_misses", "priority",
-        "extract", "detail", "context", "supersedes",
+        "extract", "detail", "context", "supersedes", "standalone",
     }
     unknown = set(raw) - known
     if unknown:
         raise KBError(f"{where}: unknown key(s) {sorted(unknown)}")
+    if not isinstance(raw.get("standalone", False), bool):
+        raise KBError(f"{where}: 'standalone' must be true or false")
     sig = Signature(
         id=sid,
         category=category,
@@ -223,6 +229,7 @@ def _build(raw: dict[str, Any], category: str, where: str) -> Signature:
         detail=tuple(" ".join(t.split()) for t in _as_tuple(raw.get("detail"), "detail", where)),
         context=str(raw.get("context", "")),
         supersedes=_as_tuple(raw.get("supersedes"), "supersedes", where),
+        standalone=bool(raw.get("standalone", False)),
     )
     return sig
 

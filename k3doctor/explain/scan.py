@@ -31,6 +31,8 @@ MEMO_LINES = 8192        # distinct line texts whose matches one scan remembers
 #: take minutes); past it lines are counted, and the last TAIL_LINES of them examined at the end
 MAX_EXAMINED = 20_000
 TAIL_LINES = 2_000
+_Hits = list[tuple[Signature, dict[str, str]]]
+_Memo = dict[str, tuple[_Hits, bool]]
 MAX_LINE = 1 << 20       # bytes of one line scanned; the rest of a longer line is skipped
 LINE_CAP = 16 << 10      # characters of one line handed to stage 2
 CONTEXT_BYTES = 16 << 10  # how far back a signature's ``context`` regex may look
@@ -85,6 +87,7 @@ class Match:
     evidence: list[tuple[str, int, str]] = field(default_factory=list)
     files: set[str] = field(default_factory=set)
     verdict: Verdict | None = None   # set on a fallback match (no signature matched)
+    hard: bool = False               # matched at least once on a line that is not soft
 
     @property
     def benign(self) -> bool:
@@ -312,14 +315,15 @@ class Scanner:
         if carry:
             self._scan_block(carry, name, file_index, line_base, agg, prefilter, tail)
 
-    def _matches(self, text: str, ctx: Callable[[], str], memo: dict[str, list[tuple[Signature, dict[str, str]]]]
-                 ) -> list[tuple[Signature, dict[str, str]]]:
-        """:meth:`match_line`, remembered per line text within one scan (an engine log repeats
-        the same error line on every rank and every retry); a result that read the lines before
-        (a signature's ``context``) is not remembered, since it depends on where the line is."""
-        hits = memo.get(text)
-        if hits is not None:
-            return hits
+    def _matches(self, text: str, ctx: Callable[[], str], memo: "_Memo") -> tuple[_Hits, bool]:
+        """:meth:`match_line` and whether the line is *hard* (not a soft INFO / "falling back" /
+        "deprecated" line, whose matches count only beside an error line), remembered per line
+        text within one scan (an engine log repeats the same error line on every rank and every
+        retry); a result that read the lines before (a signature's ``context``) is not
+        remembered, since it depends on where the line is."""
+        got = memo.get(text)
+        if got is not None:
+            return got
         looked: list[bool] = []
 
         def context() -> str:
@@ -327,11 +331,12 @@ class Scanner:
             return ctx()
 
         hits = self.match_line(text, context)
+        hard = not hits or self.fallback is None or not self.fallback.is_soft_line(text)
         if not looked:
             if len(memo) >= MEMO_LINES:
                 memo.clear()
-            memo[text] = hits
-        return hits
+            memo[text] = (hits, hard)
+        return hits, hard
 
     def _scan_block(self, buf: bytes, name: str, file_index: int, line_base: int,
                     agg: "_Aggregator", prefilter: bool, tail: bytes = b"") -> int:
@@ -363,12 +368,12 @@ class Scanner:
         agg.lines += total - line_base
         return total
 
-    def _examine(self, text: str, ctx: Callable[[], str], memo: dict[str, list[tuple[Signature, dict[str, str]]]],
+    def _examine(self, text: str, ctx: Callable[[], str], memo: "_Memo",
                  agg: "_Aggregator", where: tuple[str, int, int], at: tuple[bytes, int, bytes]) -> None:
         name, file_index, line = where
-        hits = self._matches(text, ctx, memo)
+        hits, hard = self._matches(text, ctx, memo)
         for sig, values in hits:
-            agg.add(sig, values, name, file_index, line, text, *at)
+            agg.add(sig, values, name, file_index, line, text, *at, hard=hard)
         if self.fallback is not None and not hits:
             agg.observe(self.fallback, text, name, line)
 
@@ -436,8 +441,8 @@ class _Aggregator:
         self.notes: list[str] = []   # what was skipped, one line each (source caps)
         self.cut_lines = 0           # lines longer than MAX_LINE (their rest not scanned)
         self.cut_bytes = 0           # bytes of those lines, and of partial lines after a skip
-        #: line text -> its signature matches, for lines seen again (bounded: MEMO_LINES)
-        self.memo: dict[str, list[tuple[Signature, dict[str, str]]]] = {}
+        #: line text -> its signature matches and hardness, for lines seen again (MEMO_LINES)
+        self.memo: _Memo = {}
         self.examined = 0            # distinct candidate lines examined in full (MAX_EXAMINED)
         self.skipped_lines = 0       # candidate lines past that budget
         #: the last TAIL_LINES of them: (text, source, file index, line, raw line)
@@ -458,17 +463,19 @@ class _Aggregator:
             self.unexplained.append(item)
 
     def add(self, sig: Signature, values: dict[str, str], name: str, file_index: int,
-            line: int, text: str, buf: bytes, st: int, tail: bytes = b"") -> None:
+            line: int, text: str, buf: bytes, st: int, tail: bytes = b"", hard: bool = True) -> None:
         m = self.by_id.get(sig.id)
         if m is not None and len(m.locations) >= MAX_LOCATIONS and (sig.id, name) in self.ts_seen \
                 and (len(m.evidence) >= 3 or name in m.files) and all(k in m.values for k in values):
             m.count += 1  # nothing else of this match can change: only count the line
+            m.hard = m.hard or hard or sig.standalone
             return
         if m is None:
             m = Match(sig=sig, first_file=name, first_line=line, file_index=file_index,
                       excerpt=text.strip()[:400])
             self.by_id[sig.id] = m
         m.count += 1
+        m.hard = m.hard or hard or sig.standalone
         for k, v in values.items():
             m.values.setdefault(k, v)
         if len(m.locations) < MAX_LOCATIONS:
@@ -513,6 +520,11 @@ class _Aggregator:
     def report(self, sources: list[str], elapsed: float,
                fallback: FallbackModel | None = None) -> Report:
         found = list(self.by_id.values())
+        if fallback is not None and not (self.unexplained or self.last_exception
+                                         or any(m.hard for m in found if not m.benign)):
+            # only soft lines (INFO, "falling back", "deprecated" ...) and no error line: a
+            # signature that matched them is not an answer by itself
+            found = [m for m in found if m.benign]
         fb = self._fallback_match(fallback) if fallback is not None else None
         matches = sorted(found, key=Match.sort_key)
         if fb is not None:  # ahead of symptoms and benign lines, behind nothing else
