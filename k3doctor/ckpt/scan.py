@@ -6,17 +6,16 @@ per-shard summaries and a capped list of problems, never the full tensor list â€
 check runs from a snapshot.
 
 Performance (the 96-shard, 497,220-tensor Kimi-K3 layout: ~77 MB of headers, a 60 MB index):
-each header and the index are read once and parsed once with the C ``json`` decoder. On a
-multi-core machine a forked helper process parses part of the shards while this process parses
-the index (``json.loads`` holds the GIL, so threads cannot overlap it); the helper sends back
-compact summaries plus the tensor names joined in one string for the index cross-check.
+each header and the index are read once and parsed once with the C ``json`` decoder, the index in
+slices (:mod:`.index`) so that its memory is the file plus the map, not the file, its text and the
+map. Everything runs in this process (:mod:`.shard_scan` says why there is no helper process).
 
-The same pass also yields the memory planner's inventory (``model["inventory"]``): each parsed
-header's names, dtypes and byte spans (the columns the fast validation already built) are summed
-per (name with the expert index folded, dtype) by :func:`k3doctor.memory.inventory.fold_tensors`
-(~40 rows per K3 shard; the helper sends those rows, not the tensors), merged here and grouped
-by :func:`k3doctor.memory.inventory.groups_from_folded`. MEM checks plan from it, so
-``check --model DIR`` parses each header once, and a snapshot plans without the directory.
+Each parsed header's tensors also leave as raw rows (names, dtypes, byte spans) through the
+``rows`` sink, when one is given (:class:`.shard_scan.TensorRows`); its :meth:`finish` gives
+``model["inventory"]``. The memory planner's :class:`k3doctor.memory.fold.HeaderFold` is that sink
+for the ``model`` fact (:func:`k3doctor.probes.checkpoint.model_fact`), so ``check --model DIR``
+parses each header once and a snapshot plans without the directory; ``ckpt/`` imports nothing
+from ``memory/``.
 
 Fact schema (``model``; all sizes in bytes)::
 
@@ -36,7 +35,8 @@ Fact schema (``model``; all sizes in bytes)::
                    "groups": [[template, dtype, bytes, tensors, experts, "0-2,5,7-60"]],
                    "config": {config.json} | null, "errors": [{"file", "kind"}]} | null
                   (the memory planner's per-(layer, template) groups; format:
-                  :func:`k3doctor.memory.inventory.inventory_fact`; null when there is nothing to plan),
+                  :func:`k3doctor.memory.fold.inventory_fact`; null when there is nothing to plan or
+                  no ``rows`` sink was given),
      "problems": [{"kind", "file", "tensor"?, "safetensors_error"?, ...raw numbers}]  (<= 50 per kind),
      "problem_counts": {kind: n},
      "incomplete": [{"path", "size", "file"}],
@@ -62,13 +62,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..boundedio import BoundedReadError, read_bytes
-from ..memory.inventory import inventory_fact, merge_folded
 from . import layout as _layout
 from .hashing import HashJob, hash_files, sample_file
 from .header import problem, read_header
+from .index import loads_index
 from .inventory import INDEX_FILE
 from .quant import expectations
-from .shard_scan import _IndexMatcher, _scan_shards
+from .shard_scan import IndexMatcher, TensorRows, scan_shards
 
 __all__ = ["scan_checkpoint", "FACT_SCHEMA", "PROBLEM_CAP"]
 
@@ -82,12 +82,14 @@ _CONFIG = "config.json"
 # ------------------------------------------------------------------------------------------
 # config and index
 # ------------------------------------------------------------------------------------------
-def _read_json(path: Path, what: str, problems: list[dict]) -> tuple[bool, Any, int | None]:
+def _read_json(path: Path, what: str, problems: list[dict],
+               fast: Callable[[bytes], Any] | None = None) -> tuple[bool, Any, int | None]:
     """``(present, obj | None, size)``; problems for unreadable/invalid files.
 
     Read through :func:`k3doctor.boundedio.read_bytes` (regular files only, a size cap per kind, a
     read deadline), so a FIFO, ``/dev/zero`` or ``/proc/kmsg`` in its place is a one-line problem,
-    never a hang or a multi-GB read.
+    never a hang or a multi-GB read. ``fast`` (optional) parses the bytes the lean way or returns
+    None, and then ``json.loads`` does (it names any error).
     """
     rel = path.name
     try:
@@ -108,7 +110,11 @@ def _read_json(path: Path, what: str, problems: list[dict]) -> tuple[bool, Any, 
     except BoundedReadError as exc:
         problems.append(problem(f"{what}_unreadable", rel, error=exc.reason))
         return True, None, st.st_size if stat.S_ISREG(st.st_mode) else None
-    obj, err = _loads_object(raw)
+    obj = fast(raw) if fast is not None else None
+    err = None
+    if obj is None:
+        obj, err = _loads_object(raw)
+    del raw
     if err is not None:
         problems.append(problem(f"{what}_invalid", rel, error=err))
         return True, None, st.st_size
@@ -137,14 +143,15 @@ def _loads_object(raw: bytes) -> tuple[Any, str | None]:
 def scan_checkpoint(model_dir: str | Path, *, repo: str | None = None, repo_source: str | None = None,
                     deep: bool = False, manifest: str | Path | None = None, jobs: int | None = None,
                     sample: bool | int = False, progress: Callable[[int, int], None] | None = None,
-                    deadline: float | None = None, parallel: bool = True) -> dict[str, Any]:
-    """Scan ``model_dir`` and return the ``model`` fact (see the module docstring)."""
+                    deadline: float | None = None, rows: TensorRows | None = None) -> dict[str, Any]:
+    """Scan ``model_dir`` and return the ``model`` fact (see the module docstring); ``rows``
+    receives every readable shard's tensors and makes the fact's ``inventory``."""
     # ~1M short-lived containers from json.loads would trigger repeated full GC passes
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         return _scan(model_dir, repo=repo, repo_source=repo_source, deep=deep, manifest=manifest, jobs=jobs,
-                     sample=sample, progress=progress, deadline=deadline, parallel=parallel)
+                     sample=sample, progress=progress, deadline=deadline, rows=rows)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -152,7 +159,7 @@ def scan_checkpoint(model_dir: str | Path, *, repo: str | None = None, repo_sour
 
 def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, deep: bool,
           manifest: str | Path | None, jobs: int | None, sample: bool | int,
-          progress: Callable[[int, int], None] | None, deadline: float | None, parallel: bool) -> dict[str, Any]:
+          progress: Callable[[int, int], None] | None, deadline: float | None, rows: TensorRows | None) -> dict[str, Any]:
     t0 = time.perf_counter()
     d = Path(model_dir)
     problems: list[dict] = []
@@ -194,14 +201,12 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
 
     def load_index() -> Any:
         t = time.perf_counter()
-        index_box["v"] = _read_json(index_path, "index", problems)
+        index_box["v"] = _read_json(index_path, "index", problems, loads_index)
         out["seconds"]["index"] = round(time.perf_counter() - t, 4)
         return index_box["v"]
 
-    timeout = 600.0 if deadline is None else max(1.0, deadline - time.monotonic())
     t1 = time.perf_counter()
-    results, (idx_present, index, idx_size), matcher = _scan_shards(d, dir_shards, exp, load_index, parallel,
-                                                                    timeout)
+    results, (idx_present, index, idx_size), matcher = scan_shards(d, dir_shards, exp, load_index, rows)
     out["seconds"]["shards"] = round(time.perf_counter() - t1, 4)
 
     weight_map: dict[str, str] | None = None
@@ -222,16 +227,8 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     layers: Counter[str] = Counter()
     layer_files: dict[str, set[str]] = {}
     qtot: Counter[str] = Counter()
-    inv_acc: dict[tuple[str, str], list[int]] = {}
-    inv_bytes: dict[str, int] = {}
-    inv_errors: list[dict] = []
-    for summary, probs, qstats, names, (rows, sbytes, bad) in results:
+    for summary, probs, qstats, names in results:
         out["shards"].append(summary)
-        if rows is not None:
-            merge_folded(inv_acc, rows)
-            inv_bytes[summary["file"]] = sbytes
-        else:
-            inv_errors.append({"file": summary["file"], "kind": bad})
         problems.extend(probs)
         if names is not None:
             names_by_file[summary["file"]] = names
@@ -271,9 +268,9 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     # config-level expectations
     if config is not None:
         _config_checks(exp, layers, layer_files, qtot, names_by_file, problems, bool(out["shards"]))
-    # the memory planner's inventory, from the same parse (k3doctor.memory.inventory)
-    if inv_bytes or inv_errors or config is not None:
-        out["inventory"] = inventory_fact(inv_acc, inv_bytes, config, inv_errors)
+    # the memory planner's inventory, from the same parse (the rows sink folded them)
+    if rows is not None:
+        out["inventory"] = rows.finish(config)
     per_layer = list(layers.values())
     out["quant"] = {"packed": qtot["packed"], "fp8": qtot["fp8"], "blocks": qtot["blocks"],
                     "expert_layers": len(layers),
@@ -342,7 +339,7 @@ def _finish(out: dict[str, Any], problems: list[dict], t0: float) -> dict[str, A
 
 
 def _cross_check(wm: dict[str, str], names_by_file: dict[str, list[str]], present: set[str],
-                 problems: list[dict], matcher: _IndexMatcher) -> None:
+                 problems: list[dict], matcher: IndexMatcher) -> None:
     counts = matcher.counts
     for f in sorted(counts):
         if f not in present:
