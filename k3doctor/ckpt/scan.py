@@ -51,6 +51,7 @@ Problem kinds and the check that reports each: ``k3doctor.checks.ckpt.KIND_TO_CH
 from __future__ import annotations
 
 import gc
+import heapq
 import json
 import os
 import random
@@ -163,6 +164,7 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     t0 = time.perf_counter()
     d = Path(model_dir)
     problems: list[dict] = []
+    uncounted: Counter[str] = Counter()  # problems past the cap, counted only
     out: dict[str, Any] = {"schema": FACT_SCHEMA, "dir": str(d.absolute()), "exists": False,
                            "layout": "plain", "repo": repo, "repo_source": repo_source, "revision": None,
                            "cache_dir": None, "config": None, "index": None, "shards": [],
@@ -221,7 +223,7 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     out["index"] = {"present": idx_present, "error": None if (index is not None or not idx_present) else "invalid",
                     "size": idx_size, "total_size": total_size,
                     "tensors": len(weight_map) if weight_map is not None else None,
-                    "shards": len(set(weight_map.values())) if weight_map is not None else None}
+                    "shards": len(matcher.counts) if matcher is not None else None}
 
     names_by_file: dict[str, list[str]] = {}
     layers: Counter[str] = Counter()
@@ -244,11 +246,11 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     t2 = time.perf_counter()
     present = set(dir_shards)
     if weight_map is not None and matcher is not None:
-        _cross_check(weight_map, names_by_file, present, problems, matcher)
+        _cross_check(weight_map, names_by_file, present, problems, matcher, uncounted)
     elif len(dir_shards) > 1 and not idx_present:
         problems.append(problem("index_missing", INDEX_FILE, shards=len(dir_shards)))
     elif weight_map is None:
-        _duplicates_without_index(names_by_file, problems)
+        _duplicates_without_index(names_by_file, problems, uncounted)
 
     # a quantised pair may straddle two shards: only a partner absent everywhere is a problem
     if any(p["kind"] == "quant_pair_missing" for p in problems):
@@ -291,7 +293,7 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
         t = time.perf_counter()
         out["sample"] = _sample(d, out["shards"], 8 if sample is True else int(sample), problems)
         out["seconds"]["sample"] = round(time.perf_counter() - t, 4)
-    return _finish(out, problems, t0)
+    return _finish(out, problems, t0, uncounted)
 
 
 #: kinds the safetensors library itself refuses at open; its own error text is added as evidence
@@ -325,27 +327,56 @@ def _library_verdicts(d: Path, problems: list[dict], limit: int = 10) -> None:
                     p["safetensors_error"] = verdict
 
 
-def _finish(out: dict[str, Any], problems: list[dict], t0: float) -> dict[str, Any]:
+def _finish(out: dict[str, Any], problems: list[dict], t0: float, uncounted: Counter[str] | None = None) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     kept: list[dict] = []
     for p in problems:
         counts[p["kind"]] += 1
         if counts[p["kind"]] <= PROBLEM_CAP:
             kept.append(p)
+    if uncounted:
+        counts.update(uncounted)
     out["problems"] = kept
     out["problem_counts"] = dict(sorted(counts.items()))
     out["seconds"]["total"] = round(time.perf_counter() - t0, 4)
     return out
 
 
+class _Capped:
+    """Appends problems of the index cross-check to ``problems`` up to :data:`PROBLEM_CAP` per kind
+    and only counts the rest in ``uncounted`` (the fact keeps no more than that anyway): an index of
+    600,000 entries that all disagree with the shards costs a counter, not 600,000 dicts."""
+
+    def __init__(self, problems: list[dict], uncounted: Counter[str]) -> None:
+        self.problems, self.uncounted = problems, uncounted
+        self.made: Counter[str] = Counter(p["kind"] for p in problems)
+
+    def add(self, kind: str, file: str, tensor: str | None = None, **detail: Any) -> None:
+        if self.made[kind] < PROBLEM_CAP:
+            self.made[kind] += 1
+            self.problems.append(problem(kind, file, tensor, **detail))
+        else:
+            self.uncounted[kind] += 1
+
+    def first_sorted(self, kind: str, names: Iterable[str]) -> list[str]:
+        """The names that get a problem of ``kind`` in sorted order (the first ones kept), the
+        others counted."""
+        names = list(names)
+        room = max(0, PROBLEM_CAP - self.made[kind])
+        if len(names) > room:
+            self.uncounted[kind] += len(names) - room
+            return heapq.nsmallest(room, names)
+        return sorted(names)
+
+
 def _cross_check(wm: dict[str, str], names_by_file: dict[str, list[str]], present: set[str],
-                 problems: list[dict], matcher: IndexMatcher) -> None:
+                 problems: list[dict], matcher: IndexMatcher, uncounted: Counter[str]) -> None:
     counts = matcher.counts
-    for f in sorted(counts):
-        if f not in present:
-            problems.append(problem("index_shard_missing", f, tensors=counts[f]))
-    for f in sorted(present - counts.keys()):
-        problems.append(problem("shard_not_in_index", f, tensors=len(names_by_file.get(f, ()))))
+    out = _Capped(problems, uncounted)
+    for f in out.first_sorted("index_shard_missing", (f for f in counts if f not in present)):
+        out.add("index_shard_missing", f, tensors=counts[f])
+    for f in out.first_sorted("shard_not_in_index", present - counts.keys()):
+        out.add("shard_not_in_index", f, tensors=len(names_by_file.get(f, ())))
     suspect = matcher.suspect
     if not suspect:
         return
@@ -357,7 +388,7 @@ def _cross_check(wm: dict[str, str], names_by_file: dict[str, list[str]], presen
     reported: set[tuple[str, str]] = set()
     for n, fs in where.items():
         if len(fs) > 1:
-            problems.append(problem("tensor_duplicate", fs[0], n, files=", ".join(sorted(fs)), index_file=wm.get(n)))
+            out.add("tensor_duplicate", fs[0], n, files=", ".join(sorted(fs)), index_file=wm.get(n))
             reported.add((n, "dup"))
     for f in sorted(suspect):
         for n in names_by_file[f]:
@@ -365,24 +396,26 @@ def _cross_check(wm: dict[str, str], names_by_file: dict[str, list[str]], presen
             if g == f or (n, "dup") in reported:
                 continue
             if g is None:
-                problems.append(problem("tensor_not_in_index", f, n))
+                out.add("tensor_not_in_index", f, n)
             else:
-                problems.append(problem("index_tensor_elsewhere", f, n, index_file=g))
+                out.add("index_tensor_elsewhere", f, n, index_file=g)
                 reported.add((n, "else"))
     for n, f in wm.items():
         if f in names_by_file and n not in where:
-            problems.append(problem("index_tensor_absent", f, n))
+            out.add("index_tensor_absent", f, n)
 
 
-def _duplicates_without_index(names_by_file: dict[str, list[str]], problems: list[dict]) -> None:
+def _duplicates_without_index(names_by_file: dict[str, list[str]], problems: list[dict],
+                              uncounted: Counter[str]) -> None:
     total = sum(len(v) for v in names_by_file.values())
     seen: dict[str, str] = {}
     if len({n for v in names_by_file.values() for n in v}) == total:
         return
+    out = _Capped(problems, uncounted)
     for f, names in names_by_file.items():
         for n in names:
             if n in seen:
-                problems.append(problem("tensor_duplicate", seen[n], n, files=f"{seen[n]}, {f}", index_file=None))
+                out.add("tensor_duplicate", seen[n], n, files=f"{seen[n]}, {f}", index_file=None)
             else:
                 seen[n] = f
 
