@@ -153,3 +153,54 @@ def test_k3_corruptions_found(tmp_path: Path) -> None:
     assert ("truncated", s42.name, "language_model.model.layers.41.block_sparse_moe.experts.99.w3.weight_scale") in kinds
     assert ("index_tensor_elsewhere", "model-00081-of-000096.safetensors", moved) in kinds
     assert par["problem_counts"] == {"index_tensor_elsewhere": 1, "truncated": 1}
+
+
+_INDEX_DOCS = [
+    {"metadata": {"total_size": 5}, "weight_map": {"a": "x", "b": "y"}},
+    {"weight_map": {}, "metadata": {}},
+    {"metadata": {"weight_map": {"q": "r"}}, "weight_map": {"a": "x"}},
+    {"weight_map": {"a}": "x", "{b": "y}", "c, \"d": "z"}},
+    {"weight_map": {"ü": "x"}, "extra": [1, 2, {"k": None}]},
+    {"weight_map": {"a": ["x"], "b": 3}},
+    {"weight_map": {"a": {"b": "c"}}},
+    {"weight_map": 7},
+]
+_INDEX_TEXTS = [b'{"weight_map": {"a": "x",}}', b'{"weight_map": {"a": "x" "b": "y"}}', b'{"weight_map": {"a\n": "x"}}',
+                b'{"weight_map": {"a": "x"}', b'{"weight_map": {"a": "x"}} x', b'{"weight_map": {"a": "x", "a": "z"}}',
+                b'{"weight_map": {"a": "x"}, "weight_map": {"b": "y"}}', b'\xef\xbb\xbf{"weight_map": {"a": "x"}}',
+                b'{"weight_map": {"\xff": "x"}}', b'[]', b'']
+
+
+@pytest.mark.parametrize("slice_bytes", [7, 64, 4 << 20])
+def test_index_slices_parse_as_json_loads(monkeypatch: pytest.MonkeyPatch, slice_bytes: int) -> None:
+    """The sliced index parser returns json.loads' document, key order included, or None (then the
+    scan calls json.loads itself); for every layout, slice size and invalid file."""
+    from k3doctor.ckpt import index
+
+    monkeypatch.setattr(index, "_SLICE", slice_bytes)
+    wm = {f"model.layers.{i}.mlp.experts.{i % 7}.w{i % 3}.weight": f"model-{i % 5:05d}.safetensors" for i in range(3000)}
+    texts = [json.dumps(doc, **kw).encode() for doc in [*_INDEX_DOCS, {"metadata": {"total_size": 1}, "weight_map": wm}]
+             for kw in ({}, {"indent": 2, "sort_keys": True}, {"separators": (",", ":")}, {"ensure_ascii": False})]
+    taken = 0
+    for raw in texts + _INDEX_TEXTS:
+        got = index.loads_index(raw)
+        if got is None:
+            continue
+        taken += 1
+        want = json.loads(raw)
+        assert got == want and list(got) == list(want), raw[:200]
+        assert list(got["weight_map"]) == list(want["weight_map"])
+    assert taken >= 15  # the plain layouts are taken, not all sent to json.loads
+
+
+def test_index_with_many_braces_in_names_is_linear() -> None:
+    """Closing braces inside names do not make the search for the map's end quadratic."""
+    import time
+
+    from k3doctor.ckpt.index import loads_index
+
+    wm = {f"t{i}" + "}" * 40: "a.safetensors" for i in range(40_000)}
+    raw = json.dumps({"weight_map": wm}).encode()
+    t = time.perf_counter()
+    assert loads_index(raw) == {"weight_map": wm}
+    assert time.perf_counter() - t < 5.0

@@ -32,10 +32,14 @@ _SLICE = 4 << 20
 def _map_end(raw: bytes, start: int) -> int:
     """Index of the ``}`` closing the map whose content starts at ``start``: the first ``}`` with
     an even number of quotes between (no string holds an escaped quote here); -1 if none."""
+    quotes, at = 0, start
     k = raw.find(b"}", start)
-    while k >= 0 and raw.count(b'"', start, k) % 2:
-        k = raw.find(b"}", k + 1)
-    return k
+    while k >= 0:
+        quotes += raw.count(b'"', at, k)  # counted once per stretch: linear in the file
+        if quotes % 2 == 0:
+            return k
+        at, k = k, raw.find(b"}", k + 1)
+    return -1
 
 
 def loads_index(raw: bytes) -> dict[str, Any] | None:

@@ -27,12 +27,13 @@ QUANT_KINDS = frozenset({"quant_pair_missing", "quant_shape", "quant_dtype"})
 class TensorRows(Protocol):
     """Where a scan sends each shard's tensors (raw rows, header order).
 
-    Per shard: :meth:`rows` zero or more times (a large header comes in batches, ``large=True``),
-    then :meth:`end`; or :meth:`unreadable` when the header cannot give rows (the shard then has
-    none, whatever came before)."""
+    Per shard: :meth:`rows` zero or more times (a large header comes in batches, ``large=True``;
+    it answers False when it wants no more rows of that shard), then :meth:`end`; or
+    :meth:`unreadable` when the header cannot give rows (the shard then has none, whatever came
+    before)."""
 
     def rows(self, file: str, names: list[str], dtypes: list[str], nbytes: list[int], *,
-             large: bool = False) -> None: ...
+             large: bool = False) -> bool: ...
 
     def end(self, file: str) -> None: ...
 
@@ -124,7 +125,9 @@ def _scan_large(res: HeaderResult, exp: dict[str, Any], sink: TensorRows | None)
                 bad = True
                 sink.unreadable(res.file, "bad_entry")
                 continue
-            sink.rows(res.file, list(batch), dts, nbs, large=True)
+            if not sink.rows(res.file, list(batch), dts, nbs, large=True):
+                bad = True  # the sink refused this shard (too many rows): no more extraction
+                sink.end(res.file)
     if not bad:
         assert sink is not None
         sink.end(res.file)

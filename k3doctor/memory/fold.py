@@ -208,13 +208,15 @@ class HeaderFold:
         self._bytes = 0
         self._bad: dict[str, str] = {}
 
-    def rows(self, file: str, names: list[str], dtypes: list[str], nbytes: list[int], *, large: bool = False) -> None:
+    def rows(self, file: str, names: list[str], dtypes: list[str], nbytes: list[int], *, large: bool = False) -> bool:
         if file in self._bad:
-            return
+            return False
         fold_tensors(names, dtypes, nbytes, self._part)
         self._bytes += sum(nbytes)
         if large and len(self._part) > MAX_FOLDED:
             self._bad[file] = "too_many_tensor_names"
+            return False
+        return True
 
     def end(self, file: str) -> None:
         if file in self._bad:
