@@ -204,3 +204,16 @@ def test_index_with_many_braces_in_names_is_linear() -> None:
     t = time.perf_counter()
     assert loads_index(raw) == {"weight_map": wm}
     assert time.perf_counter() - t < 5.0
+
+
+@pytest.mark.parametrize("offsets", [[0, True], [False, 1], [0, 1.0]])
+def test_an_offset_that_is_not_an_integer_is_a_bad_entry(tmp_path: Path, offsets: list) -> None:
+    """A JSON boolean or float in data_offsets is refused, as safetensors refuses it (the fast path
+    once let a boolean through: ``true`` sums as the integer 1)."""
+    import struct
+
+    raw = json.dumps({"a": {"dtype": "U8", "shape": [1], "data_offsets": offsets}}, separators=(",", ":")).encode()
+    p = tmp_path / "model.safetensors"
+    p.write_bytes(struct.pack("<Q", len(raw)) + raw + b"x")
+    res = read_header(str(p), p.name)
+    assert [q["kind"] for q in res.problems][:1] == ["bad_entry"], res.problems
