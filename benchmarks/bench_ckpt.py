@@ -3,8 +3,8 @@
 A. ``k3doctor check --model <Kimi-K3 full-size skeleton> --select CKPT`` vs the floor "read the 96
    shard headers and the 60 MB index and json.loads them" — both as fresh Python subprocesses
    (interpreter start-up included on both sides), interleaved, wall time and peak RSS. Also the
-   same pair in-process with the scan on one core (``scan_checkpoint(parallel=False)``: its total
-   CPU cost vs the floor function). Targets: <= 1.5x the floor,
+   same pair in-process (``model_fact``: the scan with the memory fold, as ``check`` runs it, vs
+   the floor function). Targets: <= 1.5x the floor,
    < 2 s.
 B. ``--deep`` throughput (``k3doctor check --manifest m.json --select CKPT009``, sha256 of every
    file) vs ``xargs -P <cores> -n 1 sha256sum`` over the same files; peak RSS. Targets: >= 0.95x,
@@ -51,8 +51,8 @@ print(json.dumps({"inner": time.perf_counter() - t,
       file=sys.stderr)
 """
 
-# k3doctor's own CLI entry, in-process, reporting its peak RSS (and its children's: the forked
-# header helper) on stderr after the report
+# k3doctor's own CLI entry, in-process, reporting its peak RSS (and its children's, if any) on
+# stderr after the report
 WRAP = r"""
 import json, resource, runpy, sys
 sys.argv = ["k3doctor"] + sys.argv[1:]
@@ -107,7 +107,7 @@ def bench_check(k3: Path, repeat: int, tmp: Path) -> dict:
         check_rss.append(info["rss_kb"])
         child_rss.append(info["children_rss_kb"])
     # in-process pair (no interpreter start-up, no CLI): the scan alone vs the floor alone
-    from k3doctor.ckpt.scan import scan_checkpoint
+    from k3doctor.probes.checkpoint import model_fact
 
     def floor_fn() -> None:
         import glob
@@ -125,7 +125,7 @@ def bench_check(k3: Path, repeat: int, tmp: Path) -> dict:
         floor_fn()
         in_floor.append(time.perf_counter() - t)
         t = time.perf_counter()
-        fact = scan_checkpoint(k3, parallel=False)  # one core: the scan's total CPU cost
+        fact = model_fact(k3)  # the scan and the memory fold, in this process
         in_scan.append(time.perf_counter() - t)
         assert fact["problem_counts"] == {} and fact["totals"]["tensors"] == 497_220
     return {"floor": _stats(floor_w), "check": _stats(check_w),
@@ -199,16 +199,16 @@ def report(a: dict | None, b: dict | None, meta: dict) -> str:
         L += ["## A. `k3doctor check --model <Kimi-K3 full skeleton> --select CKPT`", "",
               "96 shards, 497,220 tensors, 1,560,860,324,864 data bytes, 60 MB index (sparse skeleton).",
               "Floor = a fresh Python that reads the 96 headers + the index and `json.loads` them. Peak RSS = "
-              "VmHWM of the process (the forked header helper shares its pages copy-on-write and is not added).", "",
+              "VmHWM of the process (the scan runs in it; there is no helper process).", "",
               "| | min s | median s | peak RSS MB |", "|---|---|---|---|",
               f"| floor (subprocess) | {a['floor']['min']:.3f} | {a['floor']['median']:.3f} | {a['floor_rss_kb'] / 1024:.0f} |",
               f"| `k3doctor check` (subprocess, CLI + report) | {a['check']['min']:.3f} | {a['check']['median']:.3f} | "
               f"{a['check_rss_kb'] / 1024:.0f} |",
               f"| floor (in-process) | {a['inproc_floor']['min']:.3f} | {a['inproc_floor']['median']:.3f} | |",
-              f"| `scan_checkpoint(parallel=False)` (in-process, one core) | {a['inproc_scan']['min']:.3f} | {a['inproc_scan']['median']:.3f} | |",
+              f"| `model_fact` (in-process: scan + memory fold) | {a['inproc_scan']['min']:.3f} | {a['inproc_scan']['median']:.3f} | |",
               "", f"Ratio check/floor: median {a['ratio_median']:.2f}×, best {a['ratio_min']:.2f}× "
-              f"(single-core in-process cost: median {a['inproc_ratio_median']:.2f}×, best {a['inproc_ratio_min']:.2f}× "
-              "the floor; the CLI overlaps header parsing with the index parse in a forked helper). "
+              f"(in-process cost: median {a['inproc_ratio_median']:.2f}×, best {a['inproc_ratio_min']:.2f}× "
+              "the floor; all of it on one core). "
               f"Target ≤ 1.5× and < 2 s.", ""]
     if b:
         L += ["## B. `--deep` sha256 throughput", "",

@@ -54,22 +54,19 @@ def main() -> int:
     par = Parallel("sglang", tp=16, ep=16, mem_fraction=0.85, nnodes=2, gpus_per_node=8, moe_backend="marlin")
     rows = []
 
-    from k3doctor.memory import inventory
-
-    def headers():  # cold: the in-process inventory cache is cleared every time
-        inventory._CACHE.clear()
+    def headers():  # cold: load_inventory caches nothing
         compute_plan(load_inventory(tmp), par, gpu)
 
     def config():
-        inventory._CACHE.clear()
         compute_plan(load_inventory("moonshotai/Kimi-K3"), par, gpu)
 
     def search():
-        inventory._CACHE.clear()
         search_plans(load_inventory(tmp), Parallel("sglang", moe_backend="marlin"), gpu)
 
+    inv = load_inventory(tmp)
+
     def search_only():
-        search_plans(load_inventory(tmp), Parallel("sglang", moe_backend="marlin"), gpu)
+        search_plans(inv, Parallel("sglang", moe_backend="marlin"), gpu)
 
     for name, fn in (("plan, K3 from shard headers (in-process)", headers),
                      ("plan, K3 from config.json (in-process)", config),

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -249,6 +249,32 @@ def test_99mb_header_is_bounded(tmp_path: Path) -> None:
     assert_clean(r, rcs=(0, 1), limit=limit)
     assert json.loads(r["out"])["summary"]["failed"] == 0, r["out"][-2000:]
     assert n > 1_000_000
+
+
+def _big_index(path: Path, entries: int, shard: Callable[[int], str]) -> int:
+    """A valid index (``indent=2`` like save_pretrained) of ``entries`` extra tensors; its size."""
+    lines = [f'    "model.layers.{i}.mlp.experts.{i % 384}.down_proj.weight_scale_{i:08d}": "{shard(i)}"'
+             for i in range(entries)]
+    lines += ['    "a.weight": "model-00001-of-00002.safetensors"', '    "b.weight": "model-00002-of-00002.safetensors"']
+    path.write_text('{\n  "metadata": {\n    "total_size": 64\n  },\n  "weight_map": {\n' + ",\n".join(lines)
+                    + "\n  }\n}")
+    return path.stat().st_size
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["shards_missing", "tensors_absent"])
+def test_74mb_valid_index_is_bounded(model: Path, case: str) -> None:
+    """A valid index of 74 MB (650,000 entries that the shards do not have) stays under the memory
+    bound: parsed in slices, and the problems past the fact's cap are counted, not built."""
+    if case == "shards_missing":  # every entry names a shard file of its own that does not exist
+        size = _big_index(model / "model.safetensors.index.json", 650_000, lambda i: f"model-{i:07d}-of-9999999.safetensors")
+    else:  # every entry names an existing shard that does not hold the tensor
+        size = _big_index(model / "model.safetensors.index.json", 650_000, lambda i: "model-00002-of-00002.safetensors")
+    assert size > 70_000_000
+    r = run_cli("check", "--model", str(model), "--select", "CKPT", "--format", "json")
+    assert_clean(r, rcs=(1,))
+    kind = "index_shard_missing" if case == "shards_missing" else "index_tensor_absent"
+    assert f"649950 more `{kind}` problems not listed" in r["out"], r["out"][-2000:]
 
 
 def test_large_header_batches_match_one_parse(tmp_path: Path) -> None:

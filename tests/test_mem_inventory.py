@@ -165,10 +165,10 @@ def k3_dir(tmp_path_factory):
 
 
 def test_model_fact_inventory_equals_header_read_inventory_k3(k3_dir):
-    from k3doctor.ckpt.scan import scan_checkpoint
+    from k3doctor.probes.checkpoint import model_fact
     from k3doctor.memory.inventory import inventory_from_fact, read_inventory
 
-    fact = scan_checkpoint(k3_dir)
+    fact = model_fact(k3_dir)
     doc = fact["inventory"]
     assert doc["source"] == "headers" and doc["errors"] == []
     assert doc["tensors"] == K3_TENSORS and doc["bytes"] == K3_BYTES and doc["shards"] == 96
@@ -176,31 +176,29 @@ def test_model_fact_inventory_equals_header_read_inventory_k3(k3_dir):
     from_fact = inventory_from_fact(json.loads(json.dumps(doc)), fact["dir"])  # as read back from a snapshot
     assert _full(from_fact) == _full(read_inventory(k3_dir))
     assert len(from_fact.groups) == 3023
-    # and the sequential scan (no helper process) gives the same fact inventory
-    assert scan_checkpoint(k3_dir, parallel=False)["inventory"] == doc
 
 
 @pytest.mark.parametrize("kind", ["ds", "oss"])
 def test_model_fact_inventory_equals_header_read_inventory(tmp_path, kind):
     from fixtures.checkpoints.generate import make_gpt_oss
-    from k3doctor.ckpt.scan import scan_checkpoint
+    from k3doctor.probes.checkpoint import model_fact
     from k3doctor.memory.inventory import inventory_from_fact, read_inventory
 
     (make_deepseek_v3_fp8 if kind == "ds" else make_gpt_oss)(tmp_path / kind)
-    fact = scan_checkpoint(tmp_path / kind)
+    fact = model_fact(tmp_path / kind)
     inv = inventory_from_fact(json.loads(json.dumps(fact["inventory"])), fact["dir"])
     assert _full(inv) == _full(read_inventory(tmp_path / kind))
     assert inv.n_tensors == fact["totals"]["tensors"] and inv.total_bytes == fact["totals"]["data_bytes"]
 
 
 def test_model_fact_inventory_of_a_broken_shard_refuses_like_the_header_reader(tmp_path):
-    from k3doctor.ckpt.scan import scan_checkpoint
+    from k3doctor.probes.checkpoint import model_fact
     from k3doctor.memory.inventory import inventory_from_fact
 
     make_deepseek_v3_fp8(tmp_path / "ds")
     shard = sorted((tmp_path / "ds").glob("*.safetensors"))[3]
     shard.write_bytes(b"\x01\x02")  # a broken download: no header at all
-    fact = scan_checkpoint(tmp_path / "ds")
+    fact = model_fact(tmp_path / "ds")
     assert fact["inventory"]["errors"][0]["file"] == shard.name
     with pytest.raises(InventoryError, match=shard.name):
         inventory_from_fact(fact["inventory"], fact["dir"])
@@ -209,11 +207,11 @@ def test_model_fact_inventory_of_a_broken_shard_refuses_like_the_header_reader(t
 
 
 def test_config_only_directory_keeps_the_config_in_the_fact(tmp_path):
-    from k3doctor.ckpt.scan import scan_checkpoint
+    from k3doctor.probes.checkpoint import model_fact
     from k3doctor.memory.inventory import inventory_from_fact
 
     (tmp_path / "config.json").write_text(json.dumps(load_known_config("qwen3-8b")))
-    fact = scan_checkpoint(tmp_path)
+    fact = model_fact(tmp_path)
     assert fact["inventory"]["source"] == "config"
     inv = inventory_from_fact(fact["inventory"], fact["dir"])
     assert _full(inv) == _full(load_inventory(tmp_path))
@@ -244,21 +242,14 @@ def _mem_results(report, path=None):
     return out
 
 
-@pytest.fixture
-def fresh_inventory_caches(monkeypatch):
-    from k3doctor.memory import inventory
-
-    monkeypatch.setattr(inventory, "_CACHE", {})
-
-
-def test_mem_checks_run_from_a_snapshot_whose_model_directory_is_gone(tmp_path, k3_dir, fresh_inventory_caches):
-    from k3doctor.ckpt.scan import scan_checkpoint
+def test_mem_checks_run_from_a_snapshot_whose_model_directory_is_gone(tmp_path, k3_dir):
+    from k3doctor.probes.checkpoint import model_fact
     from k3doctor.targets import get_target, gpu_fact_for_target
 
     live = _mem_results(_check(tmp_path, "live", "--target", "h200", "--model", str(k3_dir), "--select", "MEM",
                                _seed_launch(k3_dir)), k3_dir)
     gone = tmp_path / "was-here" / "Kimi-K3"  # the checkpoint lived on another machine
-    fact = scan_checkpoint(k3_dir)
+    fact = model_fact(k3_dir)
     fact.update(dir=str(gone), found_via="option")
     snap = tmp_path / "snap.json"
     snap.write_text(json.dumps({"kind": "k3doctor.snapshot", "schema_version": 1, "tool": "k3doctor",
@@ -270,8 +261,8 @@ def test_mem_checks_run_from_a_snapshot_whose_model_directory_is_gone(tmp_path, 
     assert offline == live  # the same plan (and the doubled plan of MEM004) from the recorded fact alone
 
 
-def test_check_with_model_parses_each_shard_header_once(tmp_path, k3_dir, monkeypatch, fresh_inventory_caches):
-    """CKPT + MEM in one run: the scan's parse (partly in its forked helper) feeds the planner."""
+def test_check_with_model_parses_each_shard_header_once(tmp_path, k3_dir, monkeypatch):
+    """CKPT + MEM in one run: the scan's parse feeds the planner."""
     import os
 
     import k3doctor.ckpt.shard_scan as scan_mod
@@ -279,7 +270,7 @@ def test_check_with_model_parses_each_shard_header_once(tmp_path, k3_dir, monkey
 
     log = tmp_path / "reads.log"
 
-    def note(what, path):  # O_APPEND writes: counts from the forked helper process too
+    def note(what, path):  # O_APPEND writes: counts from any child process too
         fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, f"{what}\t{os.path.basename(str(path))}\n".encode())

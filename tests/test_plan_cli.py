@@ -178,13 +178,13 @@ def test_plan_from_a_snapshot_whose_model_directory_is_gone(tmp_path):
     from pathlib import Path
 
     from fixtures.checkpoints.generate import make_deepseek_v3_fp8
-    from k3doctor.ckpt.scan import scan_checkpoint
+    from k3doctor.probes.checkpoint import model_fact
 
     model = tmp_path / "DeepSeek-V3"
     make_deepseek_v3_fp8(model)
     root = Path(__file__).resolve().parent.parent
     doc = json.loads((root / "fixtures" / "snapshots" / "h200-live-device.json").read_text())
-    doc["facts"]["model"] = scan_checkpoint(model)
+    doc["facts"]["model"] = model_fact(model)
     launch = ["--", "sglang", "serve", "--model-path", str(model), "--tp-size", "1"]
     snap = tmp_path / "node.json"
     snap.write_text(json.dumps(doc))

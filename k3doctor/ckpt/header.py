@@ -220,6 +220,7 @@ def read_header(path: str, file: str, *, validate: bool = True) -> HeaderResult:
 
 
 _DTYPE = itemgetter("dtype")
+_INT_ONLY = {int}
 _SHAPE = itemgetter("shape")
 _OFFS = itemgetter("data_offsets")
 
@@ -243,9 +244,10 @@ def _columns_fast(header: dict[str, Any], start: int, end: int | None) -> tuple[
         flat = list(chain.from_iterable(map(_OFFS, infos)))
         if len(flat) != 2 * len(infos):
             return None
-        # contiguous from start (to end); ints only (a float or bool makes the sum non-int)
+        # contiguous from start (to end); ints only: a float, or a JSON true/false (bool, which sums
+        # as an int), goes to the per-tensor rules, which report it (safetensors refuses both)
         if flat[0] != start or (end is not None and flat[-1] != end) or flat[1:-1:2] != flat[2::2] \
-                or type(sum(flat)) is not int:
+                or set(map(type, flat)) != _INT_ONLY:
             return None
         spans = list(map(sub, flat[1::2], flat[0::2]))
         if min(spans) < 0:

@@ -6,17 +6,16 @@ per-shard summaries and a capped list of problems, never the full tensor list â€
 check runs from a snapshot.
 
 Performance (the 96-shard, 497,220-tensor Kimi-K3 layout: ~77 MB of headers, a 60 MB index):
-each header and the index are read once and parsed once with the C ``json`` decoder. On a
-multi-core machine a forked helper process parses part of the shards while this process parses
-the index (``json.loads`` holds the GIL, so threads cannot overlap it); the helper sends back
-compact summaries plus the tensor names joined in one string for the index cross-check.
+each header and the index are read once and parsed once with the C ``json`` decoder, the index in
+slices (:mod:`.index`) so that its memory is the file plus the map, not the file, its text and the
+map. Everything runs in this process (:mod:`.shard_scan` says why there is no helper process).
 
-The same pass also yields the memory planner's inventory (``model["inventory"]``): each parsed
-header's names, dtypes and byte spans (the columns the fast validation already built) are summed
-per (name with the expert index folded, dtype) by :func:`k3doctor.memory.inventory.fold_tensors`
-(~40 rows per K3 shard; the helper sends those rows, not the tensors), merged here and grouped
-by :func:`k3doctor.memory.inventory.groups_from_folded`. MEM checks plan from it, so
-``check --model DIR`` parses each header once, and a snapshot plans without the directory.
+Each parsed header's tensors also leave as raw rows (names, dtypes, byte spans) through the
+``rows`` sink, when one is given (:class:`.shard_scan.TensorRows`); its :meth:`finish` gives
+``model["inventory"]``. The memory planner's :class:`k3doctor.memory.fold.HeaderFold` is that sink
+for the ``model`` fact (:func:`k3doctor.probes.checkpoint.model_fact`), so ``check --model DIR``
+parses each header once and a snapshot plans without the directory; ``ckpt/`` imports nothing
+from ``memory/``.
 
 Fact schema (``model``; all sizes in bytes)::
 
@@ -36,7 +35,8 @@ Fact schema (``model``; all sizes in bytes)::
                    "groups": [[template, dtype, bytes, tensors, experts, "0-2,5,7-60"]],
                    "config": {config.json} | null, "errors": [{"file", "kind"}]} | null
                   (the memory planner's per-(layer, template) groups; format:
-                  :func:`k3doctor.memory.inventory.inventory_fact`; null when there is nothing to plan),
+                  :func:`k3doctor.memory.fold.inventory_fact`; null when there is nothing to plan or
+                  no ``rows`` sink was given),
      "problems": [{"kind", "file", "tensor"?, "safetensors_error"?, ...raw numbers}]  (<= 50 per kind),
      "problem_counts": {kind: n},
      "incomplete": [{"path", "size", "file"}],
@@ -51,6 +51,7 @@ Problem kinds and the check that reports each: ``k3doctor.checks.ckpt.KIND_TO_CH
 from __future__ import annotations
 
 import gc
+import heapq
 import json
 import os
 import random
@@ -62,13 +63,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..boundedio import BoundedReadError, read_bytes
-from ..memory.inventory import inventory_fact, merge_folded
 from . import layout as _layout
 from .hashing import HashJob, hash_files, sample_file
 from .header import problem, read_header
+from .index import loads_index
 from .inventory import INDEX_FILE
 from .quant import expectations
-from .shard_scan import _IndexMatcher, _scan_shards
+from .shard_scan import IndexMatcher, TensorRows, scan_shards
 
 __all__ = ["scan_checkpoint", "FACT_SCHEMA", "PROBLEM_CAP"]
 
@@ -82,12 +83,14 @@ _CONFIG = "config.json"
 # ------------------------------------------------------------------------------------------
 # config and index
 # ------------------------------------------------------------------------------------------
-def _read_json(path: Path, what: str, problems: list[dict]) -> tuple[bool, Any, int | None]:
+def _read_json(path: Path, what: str, problems: list[dict],
+               fast: Callable[[bytes], Any] | None = None) -> tuple[bool, Any, int | None]:
     """``(present, obj | None, size)``; problems for unreadable/invalid files.
 
     Read through :func:`k3doctor.boundedio.read_bytes` (regular files only, a size cap per kind, a
     read deadline), so a FIFO, ``/dev/zero`` or ``/proc/kmsg`` in its place is a one-line problem,
-    never a hang or a multi-GB read.
+    never a hang or a multi-GB read. ``fast`` (optional) parses the bytes the lean way or returns
+    None, and then ``json.loads`` does (it names any error).
     """
     rel = path.name
     try:
@@ -108,7 +111,11 @@ def _read_json(path: Path, what: str, problems: list[dict]) -> tuple[bool, Any, 
     except BoundedReadError as exc:
         problems.append(problem(f"{what}_unreadable", rel, error=exc.reason))
         return True, None, st.st_size if stat.S_ISREG(st.st_mode) else None
-    obj, err = _loads_object(raw)
+    obj = fast(raw) if fast is not None else None
+    err = None
+    if obj is None:
+        obj, err = _loads_object(raw)
+    del raw
     if err is not None:
         problems.append(problem(f"{what}_invalid", rel, error=err))
         return True, None, st.st_size
@@ -137,14 +144,15 @@ def _loads_object(raw: bytes) -> tuple[Any, str | None]:
 def scan_checkpoint(model_dir: str | Path, *, repo: str | None = None, repo_source: str | None = None,
                     deep: bool = False, manifest: str | Path | None = None, jobs: int | None = None,
                     sample: bool | int = False, progress: Callable[[int, int], None] | None = None,
-                    deadline: float | None = None, parallel: bool = True) -> dict[str, Any]:
-    """Scan ``model_dir`` and return the ``model`` fact (see the module docstring)."""
+                    deadline: float | None = None, rows: TensorRows | None = None) -> dict[str, Any]:
+    """Scan ``model_dir`` and return the ``model`` fact (see the module docstring); ``rows``
+    receives every readable shard's tensors and makes the fact's ``inventory``."""
     # ~1M short-lived containers from json.loads would trigger repeated full GC passes
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         return _scan(model_dir, repo=repo, repo_source=repo_source, deep=deep, manifest=manifest, jobs=jobs,
-                     sample=sample, progress=progress, deadline=deadline, parallel=parallel)
+                     sample=sample, progress=progress, deadline=deadline, rows=rows)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -152,10 +160,11 @@ def scan_checkpoint(model_dir: str | Path, *, repo: str | None = None, repo_sour
 
 def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, deep: bool,
           manifest: str | Path | None, jobs: int | None, sample: bool | int,
-          progress: Callable[[int, int], None] | None, deadline: float | None, parallel: bool) -> dict[str, Any]:
+          progress: Callable[[int, int], None] | None, deadline: float | None, rows: TensorRows | None) -> dict[str, Any]:
     t0 = time.perf_counter()
     d = Path(model_dir)
     problems: list[dict] = []
+    uncounted: Counter[str] = Counter()  # problems past the cap, counted only
     out: dict[str, Any] = {"schema": FACT_SCHEMA, "dir": str(d.absolute()), "exists": False,
                            "layout": "plain", "repo": repo, "repo_source": repo_source, "revision": None,
                            "cache_dir": None, "config": None, "index": None, "shards": [],
@@ -194,14 +203,12 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
 
     def load_index() -> Any:
         t = time.perf_counter()
-        index_box["v"] = _read_json(index_path, "index", problems)
+        index_box["v"] = _read_json(index_path, "index", problems, loads_index)
         out["seconds"]["index"] = round(time.perf_counter() - t, 4)
         return index_box["v"]
 
-    timeout = 600.0 if deadline is None else max(1.0, deadline - time.monotonic())
     t1 = time.perf_counter()
-    results, (idx_present, index, idx_size), matcher = _scan_shards(d, dir_shards, exp, load_index, parallel,
-                                                                    timeout)
+    results, (idx_present, index, idx_size), matcher = scan_shards(d, dir_shards, exp, load_index, rows)
     out["seconds"]["shards"] = round(time.perf_counter() - t1, 4)
 
     weight_map: dict[str, str] | None = None
@@ -216,22 +223,14 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     out["index"] = {"present": idx_present, "error": None if (index is not None or not idx_present) else "invalid",
                     "size": idx_size, "total_size": total_size,
                     "tensors": len(weight_map) if weight_map is not None else None,
-                    "shards": len(set(weight_map.values())) if weight_map is not None else None}
+                    "shards": len(matcher.counts) if matcher is not None else None}
 
     names_by_file: dict[str, list[str]] = {}
     layers: Counter[str] = Counter()
     layer_files: dict[str, set[str]] = {}
     qtot: Counter[str] = Counter()
-    inv_acc: dict[tuple[str, str], list[int]] = {}
-    inv_bytes: dict[str, int] = {}
-    inv_errors: list[dict] = []
-    for summary, probs, qstats, names, (rows, sbytes, bad) in results:
+    for summary, probs, qstats, names in results:
         out["shards"].append(summary)
-        if rows is not None:
-            merge_folded(inv_acc, rows)
-            inv_bytes[summary["file"]] = sbytes
-        else:
-            inv_errors.append({"file": summary["file"], "kind": bad})
         problems.extend(probs)
         if names is not None:
             names_by_file[summary["file"]] = names
@@ -247,11 +246,11 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     t2 = time.perf_counter()
     present = set(dir_shards)
     if weight_map is not None and matcher is not None:
-        _cross_check(weight_map, names_by_file, present, problems, matcher)
+        _cross_check(weight_map, names_by_file, present, problems, matcher, uncounted)
     elif len(dir_shards) > 1 and not idx_present:
         problems.append(problem("index_missing", INDEX_FILE, shards=len(dir_shards)))
     elif weight_map is None:
-        _duplicates_without_index(names_by_file, problems)
+        _duplicates_without_index(names_by_file, problems, uncounted)
 
     # a quantised pair may straddle two shards: only a partner absent everywhere is a problem
     if any(p["kind"] == "quant_pair_missing" for p in problems):
@@ -271,9 +270,9 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     # config-level expectations
     if config is not None:
         _config_checks(exp, layers, layer_files, qtot, names_by_file, problems, bool(out["shards"]))
-    # the memory planner's inventory, from the same parse (k3doctor.memory.inventory)
-    if inv_bytes or inv_errors or config is not None:
-        out["inventory"] = inventory_fact(inv_acc, inv_bytes, config, inv_errors)
+    # the memory planner's inventory, from the same parse (the rows sink folded them)
+    if rows is not None:
+        out["inventory"] = rows.finish(config)
     per_layer = list(layers.values())
     out["quant"] = {"packed": qtot["packed"], "fp8": qtot["fp8"], "blocks": qtot["blocks"],
                     "expert_layers": len(layers),
@@ -294,7 +293,7 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
         t = time.perf_counter()
         out["sample"] = _sample(d, out["shards"], 8 if sample is True else int(sample), problems)
         out["seconds"]["sample"] = round(time.perf_counter() - t, 4)
-    return _finish(out, problems, t0)
+    return _finish(out, problems, t0, uncounted)
 
 
 #: kinds the safetensors library itself refuses at open; its own error text is added as evidence
@@ -328,27 +327,56 @@ def _library_verdicts(d: Path, problems: list[dict], limit: int = 10) -> None:
                     p["safetensors_error"] = verdict
 
 
-def _finish(out: dict[str, Any], problems: list[dict], t0: float) -> dict[str, Any]:
+def _finish(out: dict[str, Any], problems: list[dict], t0: float, uncounted: Counter[str] | None = None) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     kept: list[dict] = []
     for p in problems:
         counts[p["kind"]] += 1
         if counts[p["kind"]] <= PROBLEM_CAP:
             kept.append(p)
+    if uncounted:
+        counts.update(uncounted)
     out["problems"] = kept
     out["problem_counts"] = dict(sorted(counts.items()))
     out["seconds"]["total"] = round(time.perf_counter() - t0, 4)
     return out
 
 
+class _Capped:
+    """Appends problems of the index cross-check to ``problems`` up to :data:`PROBLEM_CAP` per kind
+    and only counts the rest in ``uncounted`` (the fact keeps no more than that anyway): an index of
+    600,000 entries that all disagree with the shards costs a counter, not 600,000 dicts."""
+
+    def __init__(self, problems: list[dict], uncounted: Counter[str]) -> None:
+        self.problems, self.uncounted = problems, uncounted
+        self.made: Counter[str] = Counter(p["kind"] for p in problems)
+
+    def add(self, kind: str, file: str, tensor: str | None = None, **detail: Any) -> None:
+        if self.made[kind] < PROBLEM_CAP:
+            self.made[kind] += 1
+            self.problems.append(problem(kind, file, tensor, **detail))
+        else:
+            self.uncounted[kind] += 1
+
+    def first_sorted(self, kind: str, names: Iterable[str]) -> list[str]:
+        """The names that get a problem of ``kind`` in sorted order (the first ones kept), the
+        others counted."""
+        names = list(names)
+        room = max(0, PROBLEM_CAP - self.made[kind])
+        if len(names) > room:
+            self.uncounted[kind] += len(names) - room
+            return heapq.nsmallest(room, names)
+        return sorted(names)
+
+
 def _cross_check(wm: dict[str, str], names_by_file: dict[str, list[str]], present: set[str],
-                 problems: list[dict], matcher: _IndexMatcher) -> None:
+                 problems: list[dict], matcher: IndexMatcher, uncounted: Counter[str]) -> None:
     counts = matcher.counts
-    for f in sorted(counts):
-        if f not in present:
-            problems.append(problem("index_shard_missing", f, tensors=counts[f]))
-    for f in sorted(present - counts.keys()):
-        problems.append(problem("shard_not_in_index", f, tensors=len(names_by_file.get(f, ()))))
+    out = _Capped(problems, uncounted)
+    for f in out.first_sorted("index_shard_missing", (f for f in counts if f not in present)):
+        out.add("index_shard_missing", f, tensors=counts[f])
+    for f in out.first_sorted("shard_not_in_index", present - counts.keys()):
+        out.add("shard_not_in_index", f, tensors=len(names_by_file.get(f, ())))
     suspect = matcher.suspect
     if not suspect:
         return
@@ -360,7 +388,7 @@ def _cross_check(wm: dict[str, str], names_by_file: dict[str, list[str]], presen
     reported: set[tuple[str, str]] = set()
     for n, fs in where.items():
         if len(fs) > 1:
-            problems.append(problem("tensor_duplicate", fs[0], n, files=", ".join(sorted(fs)), index_file=wm.get(n)))
+            out.add("tensor_duplicate", fs[0], n, files=", ".join(sorted(fs)), index_file=wm.get(n))
             reported.add((n, "dup"))
     for f in sorted(suspect):
         for n in names_by_file[f]:
@@ -368,24 +396,26 @@ def _cross_check(wm: dict[str, str], names_by_file: dict[str, list[str]], presen
             if g == f or (n, "dup") in reported:
                 continue
             if g is None:
-                problems.append(problem("tensor_not_in_index", f, n))
+                out.add("tensor_not_in_index", f, n)
             else:
-                problems.append(problem("index_tensor_elsewhere", f, n, index_file=g))
+                out.add("index_tensor_elsewhere", f, n, index_file=g)
                 reported.add((n, "else"))
     for n, f in wm.items():
         if f in names_by_file and n not in where:
-            problems.append(problem("index_tensor_absent", f, n))
+            out.add("index_tensor_absent", f, n)
 
 
-def _duplicates_without_index(names_by_file: dict[str, list[str]], problems: list[dict]) -> None:
+def _duplicates_without_index(names_by_file: dict[str, list[str]], problems: list[dict],
+                              uncounted: Counter[str]) -> None:
     total = sum(len(v) for v in names_by_file.values())
     seen: dict[str, str] = {}
     if len({n for v in names_by_file.values() for n in v}) == total:
         return
+    out = _Capped(problems, uncounted)
     for f, names in names_by_file.items():
         for n in names:
             if n in seen:
-                problems.append(problem("tensor_duplicate", seen[n], n, files=f"{seen[n]}, {f}", index_file=None))
+                out.add("tensor_duplicate", seen[n], n, files=f"{seen[n]}, {f}", index_file=None)
             else:
                 seen[n] = f
 

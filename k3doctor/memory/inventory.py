@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from .fold import (_COLUMNS, _EXPERT_ID_STR, _EXPERT_MARK, _ORDER, INVENTORY_FACT_SCHEMA, Folded, Group, _add_row,
+                   _unranges, fold_tensors, groups_from_folded, inventory_fact, merge_folded)
 from .spec import ModelSpec, UnknownArchitecture, load_known_config, spec_from_config
 from .synth import DTYPE_BYTES, Tensor, synthesise
 
@@ -28,25 +30,12 @@ __all__ = ["Group", "Inventory", "InventoryError", "load_inventory", "aggregate"
            "fold_tensors", "merge_folded", "groups_from_folded", "inventory_fact", "inventory_from_fact",
            "inventory_of_model_fact", "with_launch_quantization_inventory"]
 
-_NUM = re.compile(r"\.(\d+)\.")
 #: HF's default ``max_shard_size`` ("5GB") — used when shard sizes are unknown (config-only).
 DEFAULT_SHARD_BYTES = 5_000_000_000
 
 
 class InventoryError(ValueError):
     """The model directory / config cannot be read; the message says what to do."""
-
-
-@dataclass
-class Group:
-    layer: int  # -1 for model-level tensors
-    template: str  # name with layer index -> "{L}" and expert index -> "{E}"
-    nbytes: int = 0
-    count: int = 0
-    dtype: str = ""
-    shape: tuple[int, ...] = ()
-    experts: int = 0  # distinct expert ids seen (0 = not an expert tensor)
-    _eids: set[int] = field(default_factory=set, repr=False)
 
 
 @dataclass
@@ -100,94 +89,6 @@ def aggregate(records: Iterable[Any], *, expert_scale: int = 1) -> tuple[list[Gr
     total = sum(g.nbytes for g in groups)
     n = sum(g.count for g in groups)
     return groups, total, n, shards
-
-
-# -- the one grouping implementation -------------------------------------------------------
-#: a tensor name with its expert index folded: ``model.layers.3.mlp.experts.{E}.w1.weight``
-_EXPERT_MARK = ".experts.{E}."
-_EXPERT_ID_STR = re.compile(r"\.experts\.\d+\.")
-#: per checkpoint (or per shard): (name with the expert index folded, dtype) -> [bytes, tensors]
-Folded = dict[tuple[str, str], list[int]]
-
-
-def fold_tensors(names: list[str], dtypes: list[str], nbytes: list[int], acc: Folded | None = None) -> Folded:
-    """Sum one shard's tensors (three parallel lists) per (name with ``.experts.<i>.`` folded to
-    ``.experts.{E}.``, dtype) into ``acc``. A K3 shard of ~5,200 tensors becomes ~40 keys; the
-    checkpoint scan (:mod:`k3doctor.ckpt.scan`) calls this on each parsed header, the header
-    regex reader and :func:`aggregate` feed the same keys to :func:`groups_from_folded`."""
-    if acc is None:
-        acc = {}
-    joined = "\n".join(names)
-    if ".experts." in joined:  # fold in C over the whole shard, not per name
-        folded = _EXPERT_ID_STR.sub(_EXPERT_MARK, joined).split("\n")
-        if len(folded) != len(names):  # a name holding a newline: fold one by one
-            folded = [_EXPERT_ID_STR.sub(_EXPERT_MARK, nm) for nm in names]
-    else:
-        folded = names
-    # the common case in C-level passes: every tensor of a folded name has one dtype and size
-    # (the experts of a layer), so bytes = tensors x the size of any one of them
-    counts = Counter(folded)
-    size_of, dtype_of = dict(zip(folded, nbytes)), dict(zip(folded, dtypes))
-    if list(map(size_of.__getitem__, folded)) == nbytes and list(map(dtype_of.__getitem__, folded)) == dtypes:
-        return merge_folded(acc, ((nm, dtype_of[nm], size_of[nm] * c, c) for nm, c in counts.items()))
-    get = acc.get
-    for key, nb in zip(zip(folded, dtypes), nbytes):
-        a = get(key)
-        if a is None:
-            acc[key] = [nb, 1]
-        else:
-            a[0] += nb
-            a[1] += 1
-    return acc
-
-
-def _add_row(acc: dict[Any, list[int]], key: Any, nb: int, cnt: int) -> None:
-    """``acc[key] += [bytes, tensors]``."""
-    a = acc.get(key)
-    if a is None:
-        acc[key] = [nb, cnt]
-    else:
-        a[0] += nb
-        a[1] += cnt
-
-
-def merge_folded(acc: Folded, part: Iterable[tuple[str, str, int, int]]) -> Folded:
-    """Add ``(folded name, dtype, bytes, tensors)`` rows (one shard's :func:`fold_tensors`,
-    e.g. sent back by the scan's helper process) into ``acc``."""
-    for name, dt, nb, cnt in part:
-        _add_row(acc, (name, dt), nb, cnt)
-    return acc
-
-
-def groups_from_folded(acc: Folded) -> list[Group]:
-    """Folded (name, dtype) sums -> one :class:`Group` per (layer, template): the layer index
-    becomes ``{L}``, other indices ``{N}``; ``experts`` = tensors per folded expert name."""
-    out: dict[tuple[int, str], Group] = {}
-    split, sub = _NUM.split, _NUM.sub
-    for (name, dt), (nb, cnt) in acc.items():
-        parts = split(name, 1)
-        if len(parts) == 3 and parts[0].endswith("layers") and "vision" not in parts[0] and "visual" not in parts[0]:
-            layer = int(parts[1])
-            rest = sub(".{N}.", "." + parts[2])[1:]
-            tmpl = f"{parts[0]}.{{L}}.{rest}"
-        else:
-            layer, tmpl = -1, sub(".{N}.", name)
-        g = out.get((layer, tmpl))
-        if g is None:
-            g = out[(layer, tmpl)] = Group(layer, tmpl, 0, 0, dt, (), 0)
-        g.nbytes += nb
-        g.count += cnt
-        if _EXPERT_MARK in name:
-            g.experts = max(g.experts, cnt)
-    # one order whatever the reader (headers in shard order, the scan's helper, synthesis, a fact)
-    return sorted(out.values(), key=_ORDER)
-
-
-def _order(g: Group) -> tuple[int, str, str]:
-    return g.layer, g.template, g.dtype
-
-
-_ORDER = _order
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -401,36 +302,10 @@ def _aggregate_headers(model_dir: Path) -> tuple[list[Group], int, int, dict[str
     return groups, sum(g.nbytes for g in groups), sum(g.count for g in groups), shards
 
 
-_CACHE: dict[Any, Inventory] = {}
-
-
-def _signature(model: str | os.PathLike[str]) -> Any:
-    p = Path(model)
-    if p.is_dir():
-        sig = []
-        for f in sorted(p.iterdir()):
-            if f.suffix in (".safetensors", ".json"):
-                st = f.stat()
-                sig.append((f.name, st.st_size, st.st_mtime_ns))
-        return (str(p.resolve()), tuple(sig))
-    if p.is_file():
-        st = p.stat()
-        return (str(p.resolve()), st.st_size, st.st_mtime_ns)
-    return ("id", str(model).lower())
-
-
 def load_inventory(model: str | os.PathLike[str] | None = None, *, config: Mapping[str, Any] | None = None) -> Inventory:
-    """Cached :func:`read_inventory` (keyed by the files' names, sizes and mtimes)."""
-    if config is not None or model is None:
-        return read_inventory(model, config=config)
-    key = _signature(model)
-    inv = _CACHE.get(key)
-    if inv is None:
-        inv = read_inventory(model)
-        if len(_CACHE) > 16:
-            _CACHE.clear()
-        _CACHE[key] = inv
-    return inv
+    """:func:`read_inventory` (the name the planner's callers use). Nothing is cached across calls:
+    within a run the ``inventory`` derived fact is computed once (:mod:`k3doctor.derived`)."""
+    return read_inventory(model, config=config)
 
 
 def read_inventory(model: str | os.PathLike[str] | None = None, *, config: Mapping[str, Any] | None = None) -> Inventory:
@@ -479,72 +354,6 @@ def _spec(config: Mapping[str, Any] | None, model_dir: Any, notes: list[str]) ->
     elif model_dir is not None:
         notes.append(f"{model_dir}: no config.json; falling back to header-only accounting")
     return None
-
-
-# -- the inventory inside the ``model`` fact ------------------------------------------------
-INVENTORY_FACT_SCHEMA = 1
-#: config.json is copied into the fact (so a snapshot can be planned offline) up to this size
-CONFIG_FACT_LIMIT = 256 << 10
-_COLUMNS = ["template", "dtype", "bytes", "tensors", "experts", "layers"]
-_LAYER_RANGE = re.compile(r"(-?\d+)(?:-(\d+))?")
-
-
-def _ranges(layers: list[int]) -> str:
-    """``[-1]`` -> "-1"; ``[0, 1, 2, 5, 7, 8]`` -> "0-2,5,7-8"."""
-    out: list[str] = []
-    layers = sorted(layers)
-    i = 0
-    while i < len(layers):
-        j = i
-        while j + 1 < len(layers) and layers[j + 1] == layers[j] + 1:
-            j += 1
-        out.append(str(layers[i]) if i == j else f"{layers[i]}-{layers[j]}")
-        i = j + 1
-    return ",".join(out)
-
-
-def _unranges(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.split(","):
-        m = _LAYER_RANGE.fullmatch(part.strip())
-        if m is None:
-            raise ValueError(f"bad layer list {text!r}")
-        a = int(m.group(1))
-        out.extend(range(a, int(m.group(2)) + 1) if m.group(2) is not None else (a,))
-    return out
-
-
-def inventory_fact(acc: Folded, shard_bytes: Mapping[str, int], config: Mapping[str, Any] | None,
-                   errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The compact JSON form of a header inventory, for ``model["inventory"]``::
-
-        {"schema": 1, "source": "headers"|"config", "tensors", "bytes", "shards", "max_shard_bytes",
-         "columns": ["template", "dtype", "bytes", "tensors", "experts", "layers"],
-         "groups": [[template, dtype, bytes, tensors, experts, "0-2,5,7-60"]],
-         "config": {config.json} | null, "errors": [{"file", "kind"}]}
-
-    Each row stands for the :class:`Group` of every listed layer (-1: model-level tensors) —
-    the ~3,000 (layer, template) groups of Kimi-K3 are ~100 rows (~15 KB). ``acc`` is the
-    checkpoint's :func:`fold_tensors` sums; ``shard_bytes`` the tensor bytes of every shard whose
-    header parsed; ``errors`` the shards whose header did not (or holds a malformed entry):
-    :func:`inventory_from_fact` then refuses, like the header reader.
-    """
-    if config is not None:
-        try:
-            if len(json.dumps(config)) > CONFIG_FACT_LIMIT:
-                config = None
-        except (TypeError, ValueError):
-            config = None
-    groups = groups_from_folded(acc)
-    rows: dict[tuple[str, str, int, int, int], list[int]] = {}
-    for g in groups:
-        rows.setdefault((g.template, g.dtype, g.nbytes, g.count, g.experts), []).append(g.layer)
-    n = sum(g.count for g in groups)
-    return {"schema": INVENTORY_FACT_SCHEMA, "source": "headers" if n or not config else "config",
-            "tensors": n, "bytes": sum(g.nbytes for g in groups), "shards": len(shard_bytes),
-            "max_shard_bytes": max(shard_bytes.values(), default=0), "columns": _COLUMNS,
-            "groups": [[*key, _ranges(layers)] for key, layers in rows.items()],
-            "config": config, "errors": list(errors or [])[:20]}
 
 
 def inventory_from_fact(doc: Mapping[str, Any], where: str = "the checkpoint") -> Inventory:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Mapping
 
-__all__ = ["probe_model", "resolve_model_dir"]
+__all__ = ["probe_model", "resolve_model_dir", "model_fact"]
 
 
 def _hub_cache(launch_env: Any = None) -> Path:
@@ -84,9 +84,18 @@ def resolve_model_dir(ctx: Any) -> tuple[str | None, str | None, str | None]:
     return None, None, None
 
 
+def model_fact(model_dir: str | Path, **scan: Any) -> dict[str, Any]:
+    """The ``model`` fact of ``model_dir``: the checkpoint scan (:func:`k3doctor.ckpt.scan.scan_checkpoint`,
+    keyword arguments passed on) with its tensor rows folded into the planner's inventory on the way
+    (:class:`k3doctor.memory.fold.HeaderFold`), so CKPT and MEM share one parse of each header."""
+    from ..ckpt.scan import scan_checkpoint
+    from ..memory.fold import HeaderFold
+
+    return scan_checkpoint(model_dir, rows=HeaderFold(), **scan)
+
+
 def probe_model(ctx: Any) -> dict[str, Any]:
     """Scan the model directory; raises Skip when no local directory is known."""
-    from ..ckpt.scan import scan_checkpoint
     from ..model import Skip
 
     model_dir, launch_repo, how = resolve_model_dir(ctx)
@@ -106,7 +115,7 @@ def probe_model(ctx: Any) -> dict[str, Any]:
     # stop hashing a little before the runner abandons the probe, so partial results come back
     deadline = time.monotonic() + max(1.0, timeout - 2.0) if timeout and (deep or manifest) else None
     progress = ctx.options.get("progress") if hasattr(ctx, "options") else None
-    fact = scan_checkpoint(model_dir, repo=repo, repo_source=source, deep=deep, manifest=manifest,
+    fact = model_fact(model_dir, repo=repo, repo_source=source, deep=deep, manifest=manifest,
                            jobs=ctx.option("jobs"), sample=sample if isinstance(sample, int) else bool(sample),
                            progress=progress if callable(progress) else None, deadline=deadline)
     fact["found_via"] = how
