@@ -72,9 +72,9 @@ def iter_tensors(model_dir: str | Path) -> Iterator[TensorRecord]:
     Raises :class:`CheckpointError` (one line naming the shard and the fix) for a shard whose
     header cannot be parsed; run ``k3doctor check --model DIR`` for the full diagnosis.
     """
-    d = Path(model_dir)
-    if not d.is_dir():
-        raise CheckpointError(f"{d}: not a directory; pass the checkpoint directory (the one holding config.json)")
+    from .layout import checkpoint_dir
+
+    d = checkpoint_dir(model_dir, CheckpointError)
     shards = list_shards(d)
     if not shards:
         raise CheckpointError(f"{d}: no *.safetensors files; pass the directory that holds the model shards")

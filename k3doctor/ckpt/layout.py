@@ -31,6 +31,14 @@ _REPO_DIR = re.compile(r"^models--(?P<org>[^/]+?)--(?P<name>[^/]+)$")
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
+def checkpoint_dir(model_dir: str | Path, error: type[Exception]) -> Path:
+    """``model_dir`` as a Path; ``error`` (one line with the fix) when it is not a directory."""
+    d = Path(model_dir)
+    if not d.is_dir():
+        raise error(f"{d}: not a directory; pass the checkpoint directory (the one holding config.json)")
+    return d
+
+
 def detect_layout(model_dir: str | Path) -> dict[str, Any]:
     """``{"layout": "hf_cache"|"hf_local_dir"|"plain", "repo", "revision", "cache_dir"}``."""
     d = Path(model_dir)

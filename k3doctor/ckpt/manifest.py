@@ -55,9 +55,7 @@ def create_manifest(model_dir: str | Path, *, jobs: int | None = None, repo: str
 
     Raises :class:`ManifestError` when the directory is unusable or a file cannot be read.
     """
-    root = Path(model_dir)
-    if not root.is_dir():
-        raise ManifestError(f"{root}: not a directory; pass the checkpoint directory (the one holding config.json)")
+    root = _layout.checkpoint_dir(model_dir, ManifestError)
     files = manifest_files(root)
     if not files:
         raise ManifestError(f"{root}: no files to record")
