@@ -77,6 +77,17 @@ def command(ctx: click.Context, model: str | None, engine: str | None, tp: int |
               engine_log, fmt, as_json, launch)
 
 
+def _check_numbers(counts: dict[str, int | None], measured_gib: float | None, mem_fraction: float | None) -> None:
+    """Usage errors for sizes that cannot be (a count below 1, a NaN or infinite GiB figure)."""
+    for name, val in counts.items():
+        if val is not None and val < 1:
+            _fail(f"{name} must be a positive integer (got {val})")
+    if measured_gib is not None and not 0 <= measured_gib < 1 << 20:  # also refuses nan and inf
+        _fail(f"--measured-gib must be a GiB figure such as 102.75 (got {measured_gib})")
+    if mem_fraction is not None and not 0 < mem_fraction <= 1:
+        _fail(f"--mem-fraction must be in (0, 1] (got {mem_fraction})")
+
+
 def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | None, ep: int | None,
           pp: int | None, dp: int | None, enable_dp_attention: bool | None, dcp: int | None, nnodes: int | None,
           gpus_per_node: int | None, gpu_name: str | None, snapshot: str | None, context: int | None,
@@ -89,14 +100,9 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
     from ..model import Skip
 
     as_json = as_json or fmt == "json"
-    for name, val in (("--tp", tp), ("--ep", ep), ("--pp", pp), ("--dp", dp), ("--dcp", dcp), ("--nnodes", nnodes),
-                      ("--gpus-per-node", gpus_per_node), ("--context", context), ("--concurrency", concurrency)):
-        if val is not None and val < 1:
-            _fail(f"{name} must be a positive integer (got {val})")
-    if measured_gib is not None and not 0 <= measured_gib < 1 << 20:  # also refuses nan and inf
-        _fail(f"--measured-gib must be a GiB figure such as 102.75 (got {measured_gib})")
-    if mem_fraction is not None and not 0 < mem_fraction <= 1:
-        _fail(f"--mem-fraction must be in (0, 1] (got {mem_fraction})")
+    _check_numbers({"--tp": tp, "--ep": ep, "--pp": pp, "--dp": dp, "--dcp": dcp, "--nnodes": nnodes,
+                    "--gpus-per-node": gpus_per_node, "--context": context, "--concurrency": concurrency},
+                   measured_gib, mem_fraction)
     over = {"tp": tp, "pp": pp, "dp": dp, "dcp": dcp, "nnodes": nnodes, "context_length": context,
             "kv_cache_dtype": kv_cache_dtype, "mem_fraction": mem_fraction, "enable_dp_attention": enable_dp_attention}
     launch_d, model_ref = _launch_fact(launch, engine, ep, over, model)
