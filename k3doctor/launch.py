@@ -227,8 +227,7 @@ class LaunchSpec(Fact):
         spec = cls(doc=doc, **kw)
         engine, tp, pp, dp, dpa = spec.engine, spec.tp, spec.pp, spec.dp, spec.enable_dp_attention
         world = _int(doc.get("world_size")) or world_size(engine, tp, pp, dp, dpa)
-        attn = tp // dp if engine == "sglang" and dpa and tp % dp == 0 else tp
-        attn = _int(doc.get("attention_tp")) or attn
+        attn = _int(doc.get("attention_tp")) or _attention_tp(engine, tp, dp, dpa)
         derived = {"world_size": world, "attention_tp": attn if attn > 0 else tp,
                    "gpus_per_node": _int(doc.get("gpus_per_node")), "head_host": _str(doc.get("head_host")),
                    "head_port": _int(doc.get("head_port"))}
@@ -283,16 +282,20 @@ def _draft(engine: str, entry: str, argv: list[str]) -> SimpleNamespace:
     return SimpleNamespace(**{**values, "engine": engine, "entry": entry, "argv": argv})
 
 
+def _attention_tp(engine: str, tp: int, dp: int, dp_attention: bool) -> int:
+    """Ranks one attention layer is split over: SGLang dp-attention divides tp by dp."""
+    if engine == "sglang" and dp_attention and dp > 0 and tp % dp == 0:
+        return tp // dp
+    return tp
+
+
 def _finish(draft: SimpleNamespace) -> LaunchSpec:
     """The ``launch`` document of a finished draft, with the derived plan, as a :class:`LaunchSpec`."""
     from .hostenv.netinfo import parse_hostport
 
     d = dict(vars(draft))
     world = world_size(d["engine"], d["tp"], d["pp"], d["dp"], d["enable_dp_attention"])
-    if d["engine"] == "sglang" and d["enable_dp_attention"] and d["dp"] > 0 and d["tp"] % d["dp"] == 0:
-        d["attention_tp"] = d["tp"] // d["dp"]
-    else:
-        d["attention_tp"] = d["tp"]
+    d["attention_tp"] = _attention_tp(d["engine"], d["tp"], d["dp"], d["enable_dp_attention"])
     if d["engine"] == "vllm":  # vLLM has no EP size: --enable-expert-parallel spreads experts over tp·dp
         d["ep"] = d["tp"] * d["dp"] if d["enable_expert_parallel"] else 1
     host, port = None, d["master_port"]

@@ -26,6 +26,10 @@ class _Crashed(click.ClickException):
 
     exit_code = 3
 
+    @classmethod
+    def of(cls, model_ref: Any, exc: Any) -> "_Crashed":
+        return cls(f"{model_ref}: the projection crashed ({exc.detail}); please report it with the config.json")
+
 
 @click.command(cls=DashDashCommand, context_settings={"max_content_width": 100})
 @click.option("--model", "model", help="Model directory (shard headers / config.json), a config.json, or a known "
@@ -129,8 +133,7 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
     except Skip as exc:
         _fail(exc.reason)
     except ProbeError as exc:
-        raise _Crashed(f"{model_ref}: the projection crashed ({exc.detail}); please report it with the "
-                       "config.json") from None
+        raise _Crashed.of(model_ref, exc) from None
 
     if do_search:
         _search(inv, launch_d, facts, gpn or 8, max_nodes, top, as_json)
@@ -151,8 +154,7 @@ def _plan(ctx: click.Context, model: str | None, engine: str | None, tp: int | N
     except ValueError as exc:
         _fail(str(exc))
     except ProbeError as exc:
-        raise _Crashed(f"{model_ref}: the projection crashed ({exc.detail}); please report it with the "
-                       "config.json") from None
+        raise _Crashed.of(model_ref, exc) from None
     _emit_plan(ctx, plan, _mem_findings(facts), log_fig, engine_log, as_json)
 
 

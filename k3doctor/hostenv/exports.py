@@ -137,13 +137,12 @@ def _rank(env: Mapping[str, str], rank_var: str | None) -> tuple[str, str, list[
 def _cache_exports(node: NodeReadings, env: Mapping[str, str], user: str, cache_root: str | None,
                    rank_var: str | None, all_caches: bool, engine: str, exports: dict[str, str],
                    notes: list[str]) -> dict[str, Any]:
-    from ..probes.node_env import ROOT_CANDIDATES
+    from ..probes.node_env import cache_root_candidates
     from .caches import local_cache_dir
 
     rvar, rank, problems = _rank(env, rank_var)
     notes += problems
-    roots = [r for r in (env.get("TMPDIR") or "", *ROOT_CANDIDATES) if r.startswith("/")]
-    root, root_notes = _pick_root(node, cache_root, roots)
+    root, root_notes = _pick_root(node, cache_root, cache_root_candidates(env))
     notes += root_notes
     caches = []
     for cache in cache_dirs_to_read(env, engine, user):

@@ -65,7 +65,8 @@ def _walk(cfg: Mapping[str, Any], where: str, depth: int) -> None:
 def _quant(q: Mapping[str, Any], where: str, depth: int = 0) -> None:
     for key, (lo, hi) in _QUANT_LIMITS.items():
         value = q.get(key)
-        if value is not None and not _number_ok(value, lo, hi) or key.endswith("group_size") and value == 0:
+        bad_group = key.endswith("group_size") and value == 0  # -1 means per-channel; 0 divides by zero
+        if value is not None and (not _number_ok(value, lo, hi) or bad_group):
             raise ConfigLimitError(f"config.json {where}{key} = {value!r} is not a usable quantisation "
                                    f"setting ({lo}..{hi}, not 0 for a group size)")
     block = q.get("weight_block_size")

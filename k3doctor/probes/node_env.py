@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["NodeReadings", "HeadRoute", "read_node", "ROOT_CANDIDATES", "PATH_TIMEOUT_S"]
+__all__ = ["NodeReadings", "HeadRoute", "read_node", "cache_root_candidates", "ROOT_CANDIDATES", "PATH_TIMEOUT_S"]
 
 #: node-local bases tried in order for the per-rank cache directories (after ``$TMPDIR``)
 ROOT_CANDIDATES = ("/tmp", "/var/tmp", "/dev/shm")
@@ -49,6 +49,12 @@ class NodeReadings:
     default_interface: str | None = None
     #: path -> :func:`k3doctor.probes.fs.inspect_path` result, for cache roots and cache dirs
     paths: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+def cache_root_candidates(env: Mapping[str, str]) -> list[str]:
+    """Node-local bases for the per-rank caches, in the order they are tried: ``$TMPDIR``, then
+    :data:`ROOT_CANDIDATES` (absolute paths only)."""
+    return [r for r in (env.get("TMPDIR") or "", *ROOT_CANDIDATES) if r.startswith("/")]
 
 
 def head_address(dist_init_addr: str | None, env: Mapping[str, str]) -> str | None:
@@ -92,7 +98,7 @@ def read_node(*, dist_init_addr: str | None, env: Mapping[str, str], cache_paths
     addr = head_address(dist_init_addr, env)
     head = _head_route(addr, local_addresses(interfaces), proc_root) if addr else None
     mounts = read_mounts(proc_root)["mounts"]
-    roots = [cache_root] if cache_root else [r for r in (env.get("TMPDIR") or "", *ROOT_CANDIDATES) if r.startswith("/")]
+    roots = [cache_root] if cache_root else cache_root_candidates(env)
     paths = {p: inspect_path(p, mounts, PATH_TIMEOUT_S) for p in dict.fromkeys([*roots, *(c for c in cache_paths if c)])}
     return NodeReadings(interfaces=tuple(interfaces), scan_errors=tuple(scan_errors), head=head,
                         default_interface=default_route_interface(proc_root), paths=paths)
