@@ -56,6 +56,22 @@ def _is_help_listing() -> bool:
 
 
 class _Main(LazyGroup):
+    """The top-level group. A usage error quotes what the user typed (an option, a value, a path),
+    and that text may carry terminal escapes: the message is sanitised before click prints it."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.ClickException as exc:
+            raise _safe(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as exc:
+            raise _safe(exc) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         global _HELP_LISTING
         _HELP_LISTING = True
@@ -63,6 +79,13 @@ class _Main(LazyGroup):
             super().format_commands(ctx, formatter)
         finally:
             _HELP_LISTING = False
+
+
+def _safe(exc: click.ClickException) -> click.ClickException:
+    from .termsafe import sanitize
+
+    exc.message = sanitize(exc.message)  # type: ignore[misc]  # click marks it Final; the text is what we fix
+    return exc
 
 
 def _exit_code_epilog() -> str:

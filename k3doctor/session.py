@@ -65,8 +65,6 @@ def build_facts(opts: SessionOptions, *, snapshot_doc: dict[str, Any] | None = N
             target = get_target(opts.target)
         except TargetError as exc:
             raise InputError(str(exc)) from None
-        if opts.gpus is not None and opts.gpus < 1:
-            raise InputError(f"--gpus {opts.gpus}: must be at least 1")
         facts = Facts({"gpu": gpu_fact_for_target(target, opts.gpus)}, live=False, options=options,
                       source=f"target {target.name}", static_probes=_static_probes(options),
                       probe_timeouts=opts.probe_timeouts)

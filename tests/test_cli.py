@@ -76,7 +76,8 @@ def test_output_file(tmp_path: Path) -> None:
         (["check", "--target", "h200", "--", "tgi", "serve"], "not an engine launch"),
         (["check", "--target", "h200", "--select", "NOPE"], "matches no check"),
         (["check", "--target", "h200", "--snapshot", "x.json"], "alternatives"),
-        (["check", "--target", "h200", "--gpus", "0"], "at least 1"),
+        (["check", "--target", "h200", "--gpus", "0"], "1<=x<=1024"),
+            (["check", "--target", "h200", "--gpus", "100000000"], "1<=x<=1024"),
     ],
 )
 def test_usage_errors_exit_2(args: list[str], fragment: str) -> None:

@@ -332,3 +332,53 @@ def test_config_launch_file_and_engine_log_are_bounded(tmp_path: Path, flag: str
     r = run_cli(*extra, flag, str(target))
     assert_clean(r, rcs=(2,))
     assert str(target) in r["err"] and "not a regular file" in r["err"], r["err"][-500:]
+
+
+@pytest.mark.parametrize("cmd", [["plan", "--target", "h200", "--model", "moonshotai/Kimi-K3"],
+                                 ["check", "--target", "h200"]])
+@pytest.mark.parametrize("kind", ["sparse-20g", "pagemap", "one-line-64m"])
+def test_engine_log_reads_are_bounded(tmp_path: Path, cmd: list[str], kind: str) -> None:
+    """--engine-log on a 20 GB sparse file, a kernel file that never ends, or one 64 MB line: a
+    bounded read and a one-line usage error (it read 7 GB and hung before)."""
+    target = tmp_path / "engine.log"
+    if kind == "sparse-20g":
+        with target.open("wb") as f:
+            f.truncate(20 << 30)
+    elif kind == "pagemap":
+        target.symlink_to("/proc/self/pagemap")
+    else:
+        target.write_bytes(b"Load weight end. " + b"x" * (64 << 20))
+    r = run_cli(*cmd, "--engine-log", str(target))
+    assert_clean(r, rcs=(2,))
+    assert r["rss_mb"] < 120, r["rss_mb"]
+    assert "--engine-log" in r["err"] and str(target) in r["err"], r["err"][-500:]
+
+
+def test_engine_log_figures_survive_the_keyword_filter(tmp_path: Path) -> None:
+    """Only keyword lines are decoded, in order, across block boundaries and a head/tail skip."""
+    from k3doctor.memory.logparse import _LINE_CAP, _keyword_lines, read_engine_log
+
+    text = (b"noise\n" * 1000 + b"[TP0] Load weight begin. avail mem=139.00 GB\n" + b"x" * 5000 + b"\n"
+            + b"[TP0] Load weight end. type=X, dtype=torch.bfloat16, avail mem=36.25 GB, mem usage=102.75 GB.\n")
+    blocks = [text[i:i + 977] for i in range(0, len(text), 977)]
+    fig = read_engine_log(_keyword_lines([*blocks, None, b"Available KV cache memory: 1.50 GiB\n"]))
+    assert fig.weights_gib == 102.75 and fig.engine == "sglang" and fig.available_kv_gib == 1.5
+    long = list(_keyword_lines([b"a" * (200 << 10) + b" took", b" 3 s\n"]))
+    assert len(long) == 1 and len(long[0]) == _LINE_CAP  # a long line is cut to the line cap
+
+
+def test_manifest_create_refuses_a_link_to_a_kernel_file(model: Path, tmp_path: Path) -> None:
+    """A link to /proc/self/pagemap inside the model dir was hashed forever; now it is refused."""
+    (model / "extra.bin").symlink_to("/proc/self/pagemap")
+    r = run_cli("manifest", "create", str(model), "-o", str(tmp_path / "m.json"))
+    assert_clean(r, rcs=(2,))
+    assert "extra.bin" in r["err"] and "/proc/" in r["err"], r["err"][-500:]
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_hash_stops_at_the_size_the_file_had() -> None:
+    """A file hashes to the size fstat gave (a /proc file that reads on past it cannot hang)."""
+    from k3doctor.ckpt.hashing import HashJob, hash_files
+
+    r = hash_files([HashJob("/proc/self/pagemap", "pagemap", "sha256", 0)])[0]
+    assert r["bytes"] == 0 and r["actual"] == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"

@@ -44,3 +44,28 @@ def test_colour_output_keeps_only_its_own_styling() -> None:
     bad = [c for c in out if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f]
     assert bad == [], [hex(ord(c)) for c in bad][:10]
     assert "\\x07" in out or "unknown flag" in out
+
+
+def _controls(text: str) -> list[str]:
+    return [hex(ord(c)) for c in text if (ord(c) < 32 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f]
+
+
+def test_html_report_and_usage_errors_carry_no_control_bytes(tmp_path) -> None:
+    """--report HTML (launch, facts, findings) and click's usage errors, which quote what was typed."""
+    report = tmp_path / "r.html"
+    launch = ["python", "-m", "sglang.launch_server", "--model-path", f"/m{EVIL}", "--tp", "8", f"--x{EVIL}"]
+    result = CliRunner().invoke(main, ["check", "--target", "h200-141g", "--report", str(report), "--", *launch])
+    assert result.exit_code in (0, 1), result.output
+    assert _controls(report.read_text(encoding="utf-8")) == []
+    for args in (["plan", "--target", "h200", "--tp", "8", "--model", f"/x{EVIL}"],
+                 ["check", f"--bogus{EVIL}"], ["env", "--rank-var", f"R{EVIL}"]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert _controls(result.output) == [], (args, _controls(result.output))
+
+
+def test_shell_comments_carry_no_control_bytes() -> None:
+    from k3doctor.hostenv.shell import comment_line
+
+    assert _controls(comment_line(f"note {EVIL}\nsecond")) == []
+    assert comment_line("a\nb") == "# a\n# b"

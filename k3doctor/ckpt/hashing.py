@@ -77,8 +77,8 @@ def _hash_one(job: HashJob, meter: _Meter, chunk: int, deadline: float | None,
                 pass
         done = 0
         readinto = os.readv
-        while True:
-            n = readinto(fd, [view])
+        while done < size:  # a file is hashed to the size it had when opened (a /proc file never ends)
+            n = readinto(fd, [view[:min(chunk, size - done)]])
             if not n:
                 break
             h.update(view[:n])

@@ -62,6 +62,10 @@ def create_manifest(model_dir: str | Path, *, jobs: int | None = None, repo: str
     lay = _layout.detect_layout(root)
     jobs_ = []
     for f in files:
+        real = os.path.realpath(root / f)
+        if any(real == d or real.startswith(d + "/") for d in ("/proc", "/sys", "/dev")):
+            raise ManifestError(f"{root / f}: a link to {real}, a kernel or device file, not checkpoint data; "
+                                "remove the link and retry")
         try:
             jobs_.append(HashJob(str(root / f), f, "sha256", os.stat(root / f).st_size))
         except OSError as exc:

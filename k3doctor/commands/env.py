@@ -52,6 +52,15 @@ def build(*, dist_init_addr: str | None, engine: str, cache_root: str | None, ra
                         all_caches=all_caches)
 
 
+def _rank_var_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--rank-var must name an environment variable (letters, digits, ``_``; not a digit first)."""
+    import re
+
+    if value is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", value):
+        raise click.BadParameter(f"{value!r} is not an environment variable name (e.g. LOCAL_RANK, SLURM_LOCALID)")
+    return value
+
+
 @click.command("env")
 @click.option("--dist-init-addr", envvar="K3DOCTOR_DIST_INIT_ADDR", metavar="HOST:PORT",
               help="The head (node rank 0) address; default MASTER_ADDR[:MASTER_PORT].")
@@ -62,7 +71,7 @@ def build(*, dist_init_addr: str | None, engine: str, cache_root: str | None, ra
 @click.option("--engine", type=click.Choice(["sglang", "vllm", "any"]), default="any", show_default=True,
               help="Which engine's variables to print (host IP, DeepGEMM cache).")
 @click.option("--cache-root", metavar="DIR", help="Node-local base for the cache dirs (default: $TMPDIR or /tmp).")
-@click.option("--rank-var", metavar="VAR", help="Variable holding this process's rank (default: LOCAL_RANK, RANK, SLURM_PROCID, …).")
+@click.option("--rank-var", metavar="VAR", callback=_rank_var_name, help="Variable holding this process's rank (default: LOCAL_RANK, RANK, SLURM_PROCID, …).")
 @click.option("--all-caches", is_flag=True, help="Pin every JIT cache, not only those on a shared filesystem.")
 @click.option("--sys-root", default="/sys", hidden=True)
 @click.option("--proc-root", default="/proc", hidden=True)

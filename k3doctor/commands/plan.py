@@ -43,7 +43,7 @@ class _Crashed(click.ClickException):
 @click.option("--enable-dp-attention", is_flag=True, default=None, help="SGLang DP attention (attention-TP = tp/dp).")
 @click.option("--dcp", type=int, help="Decode-context-parallel size (shards the MLA KV cache).")
 @click.option("--nnodes", type=int, help="Number of nodes.")
-@click.option("--gpus", "--gpus-per-node", "gpus_per_node", type=int,
+@click.option("--gpus", "--gpus-per-node", "gpus_per_node", type=click.IntRange(1, 1024),
               help="GPUs per node (default: the GPU profile's node size); alias --gpus-per-node.")
 @click.option("--target", "--gpu", "gpu_name", metavar="GPU",
               help="GPU type for static planning (h200, h100, b200, …; see `k3doctor list --targets`); alias --gpu.")

@@ -37,8 +37,11 @@ def export_line(name: str, value: str, shell: str = "sh") -> str:
 
 
 def comment_line(text: str) -> str:
-    """A ``#`` comment, one line per input line; safe in every supported shell."""
-    return "\n".join("# " + line.replace("\r", " ") for line in (text.splitlines() or [""]))
+    """A ``#`` comment, one line per input line; safe in every supported shell and on a terminal
+    (control characters from input are shown as ``\\xNN``, escape sequences dropped)."""
+    from ..termsafe import sanitize
+
+    return "\n".join("# " + sanitize(line) for line in (text.splitlines() or [""]))
 
 
 def render(exports: Mapping[str, str], shell: str = "sh", comments: Iterable[str] = ()) -> str:

@@ -16,9 +16,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 __all__ = ["measured_weight_gib", "read_engine_log", "read_engine_log_file", "EngineLogError",
            "EngineLogFigures", "LOG_PATTERNS"]
@@ -43,7 +45,38 @@ _KV_NEEDED = re.compile(r"max seq len \((\d+)\)[,.]? \((-?[\d.]+) GiB KV cache i
 _KV_EST = re.compile(r"estimated maximum model length is (\d+)")
 _KV_NONE = re.compile(r"No available memory for the cache blocks")
 _KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-_SCAN_LIMIT = 64 << 20  # bytes of one line kept for matching; longer lines are cut
+_SCAN_LIMIT = 64 << 20  # characters of one line kept for matching; longer lines are cut
+_HEAD_TAIL = 256 << 20  # bytes read from each end of a larger --engine-log file
+_READ_TIMEOUT_S = 10.0  # for those reads (a hung mount ends with an error)
+_LINE_CAP = 64 << 10    # bytes of one file line decoded (the engines' lines are < 1 KB)
+#: a line that holds none of these cannot change :func:`read_engine_log`'s figures
+_KEYWORDS = (b"Load weight", b"took", b"KV cache", b"model length", b"cache blocks")
+
+
+def _keyword_lines(chunks: Iterable[bytes | None]) -> Iterator[str]:
+    """The lines of ``chunks`` (byte blocks; ``None`` where bytes were skipped) that hold one of
+    :data:`_KEYWORDS`, in order, decoded, each cut to :data:`_LINE_CAP` bytes. A block without a
+    keyword is passed over with a few ``bytes.find`` calls."""
+    carry = b""
+    for block in chunks:
+        if block is None:
+            carry = b""
+            continue
+        buf = carry + block if carry else block
+        cut = buf.rfind(b"\n") + 1
+        carry = buf[cut:][-_LINE_CAP:]
+        if cut:
+            yield from _hits(buf[:cut])
+    if carry:
+        yield from _hits(carry)
+
+
+def _hits(data: bytes) -> Iterator[str]:
+    if not any(k in data for k in _KEYWORDS):
+        return
+    for line in data.split(b"\n"):
+        if any(k in line for k in _KEYWORDS):
+            yield line[:_LINE_CAP].decode("utf-8", "replace")
 
 
 @dataclass
@@ -149,17 +182,38 @@ class EngineLogError(ValueError):
 
 def read_engine_log_file(path: str, *, need_weights: bool = False) -> EngineLogFigures:
     """:func:`read_engine_log` on ``path``, streamed. Raises :class:`EngineLogError` when the file
-    cannot be read, or holds no figure (no weight figure, with ``need_weights``)."""
-    import io
-    import os
+    cannot be read, or holds no figure (no weight figure, with ``need_weights``).
 
-    from ..boundedio import BoundedReadError, open_fd
+    Only a regular file is read (kernel interface files and streams are refused before reading),
+    its first and last :data:`_HEAD_TAIL` bytes when it is larger than twice that (the load and
+    KV lines are printed at start-up, and a relaunch appends its own at the end), and only the
+    lines that hold one of the wanted words are decoded, each cut to :data:`_LINE_CAP` bytes: a
+    multi-GB log, one endless line or a sparse file costs a bounded read, not memory."""
+    import stat
+
+    from ..boundedio import iter_chunks
+    from ..explain.source import BoundedReadError, open_log
 
     try:
-        fd = open_fd(path, kind="log")  # regular files only: a FIFO or a device cannot hang the plan
-        os.set_blocking(fd, True)
-        with io.open(fd, encoding="utf-8", errors="replace") as fh:
-            fig = read_engine_log(fh)
+        fd = open_log(path)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise EngineLogError(f"--engine-log {path}: not a regular file; save the log to a file first")
+            os.set_blocking(fd, True)
+            size = st.st_size
+            head = size if size <= 2 * _HEAD_TAIL else _HEAD_TAIL
+
+            def blocks() -> Iterator[bytes | None]:
+                yield from iter_chunks(fd, path=path, kind="log", cap=head, timeout=_READ_TIMEOUT_S)
+                if head < size:
+                    os.lseek(fd, size - _HEAD_TAIL, os.SEEK_SET)
+                    yield None
+                    yield from iter_chunks(fd, path=path, kind="log", cap=_HEAD_TAIL, timeout=_READ_TIMEOUT_S)
+
+            fig = read_engine_log(_keyword_lines(blocks()))
+        finally:
+            os.close(fd)
     except BoundedReadError as exc:
         raise EngineLogError(f"--engine-log {path}: cannot read ({exc.reason})") from None
     except OSError as exc:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .. import __version__
 from ..model import Severity
 from ..runner import Report
+from ..termsafe import sanitize
 from .grouping import blocks
 
 if TYPE_CHECKING:
@@ -34,6 +35,12 @@ h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em}table{border-collapse:co
 td,th{border:1px solid #ddd;padding:.35em .5em;vertical-align:top;text-align:left}
 code,pre{font:12.5px ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}
 .sev{font-weight:bold}details pre{background:#f6f6f6;padding:.8em;overflow:auto}"""
+
+
+def _esc(text: str) -> str:
+    """HTML-escaped text with input's control characters shown as ``\\xNN`` (a report that is
+    ``cat`` to a terminal, or opened in a viewer, must not carry escape sequences)."""
+    return html.escape(sanitize(text))
 
 
 def _plan_of(facts: "Facts") -> Any:
@@ -58,7 +65,7 @@ def memory_chart_svg(plan: Any, width: int = 640) -> str:
     used: dict[str, str] = {}
     for i, (ranks, r) in enumerate(shapes):
         y = 10 + i * row
-        svg.append(f'<text x="0" y="{y + 15}" font-size="12">ranks {html.escape(_ranges(ranks))}</text>')
+        svg.append(f'<text x="0" y="{y + 15}" font-size="12">ranks {_esc(_ranges(ranks))}</text>')
         x = 90
         for name, cells, _ch, style in bar_segments(r, plan.gpu.memory_total, width):
             if cells <= 0:
@@ -66,7 +73,7 @@ def memory_chart_svg(plan: Any, width: int = 640) -> str:
             colour = "#ffffff" if name == "free" else _COLOURS.get(style, "#888888")
             used[name] = colour
             svg.append(f'<rect x="{x}" y="{y}" width="{cells}" height="20" fill="{colour}" stroke="#555" '
-                       f'stroke-width="0.3"><title>{html.escape(name)}</title></rect>')
+                       f'stroke-width="0.3"><title>{_esc(name)}</title></rect>')
             x += cells
         svg.append(f'<text x="{90 + width + 8}" y="{y + 15}" font-size="12">'
                    f'{r.weights_bytes / GiB:.2f} GiB weights</text>')
@@ -74,7 +81,7 @@ def memory_chart_svg(plan: Any, width: int = 640) -> str:
     ly = 10 + len(shapes) * row + 12
     for name, colour in used.items():
         svg.append(f'<rect x="{lx}" y="{ly - 9}" width="10" height="10" fill="{colour}" stroke="#555" '
-                   f'stroke-width="0.3"/><text x="{lx + 13}" y="{ly}" font-size="10">{html.escape(name)}</text>')
+                   f'stroke-width="0.3"/><text x="{lx + 13}" y="{ly}" font-size="10">{_esc(name)}</text>')
         lx += 18 + 6 * len(name)
     svg.append("</svg>")
     return "".join(svg)
@@ -83,7 +90,7 @@ def memory_chart_svg(plan: Any, width: int = 640) -> str:
 def render_html(report: Report, options: dict[str, Any] | None = None) -> str:
     """The whole document as one string."""
     c = report.counts()
-    esc = html.escape
+    esc = _esc
     crashed = f", {c['crash']} crashed" if c["crash"] else ""
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>k3doctor report: {esc(str(report.source))}</title><style>{_CSS}</style></head><body>",
