@@ -9,50 +9,22 @@ import random
 import shutil
 import struct
 from pathlib import Path
-from typing import Any
-
 import pytest
 from click.testing import CliRunner
 
 from fixtures.checkpoints.generate import make_small_real
+from fixtures.hostile_run import mutate_json
 from k3doctor.cli import main
-
-_WEIRD: list[Any] = [None, [], {}, "x", "", -1, 0, 1, 3.5, 1e308, 10**30, True, [None], {"a": None},
-                     "\x1b]52;c;x\x07", [1.5, -2], [[1]], "BF16", [0, 1]]
-
-
-def _paths(o: Any, p: tuple = ()) -> list[tuple]:
-    out = [p] if p else []
-    if isinstance(o, dict):
-        for k, v in list(o.items())[:200]:
-            out += _paths(v, p + (k,))
-    elif isinstance(o, list):
-        for i, v in enumerate(o[:4]):
-            out += _paths(v, p + (i,))
-    return out
-
-
-def _mutate(d: Any, rng: random.Random, k: int) -> Any:
-    for p in rng.sample(_paths(d), k=min(len(_paths(d)), k)):
-        o = d
-        try:
-            for q in p[:-1]:
-                o = o[q]
-            o[p[-1]] = rng.choice(_WEIRD)
-        except (KeyError, IndexError, TypeError):
-            pass  # an earlier mutation replaced a parent
-    return d
-
 
 def _mutate_dir(m: Path, what: str, rng: random.Random) -> None:
     k = rng.choice([1, 2, 5])
     if what in ("config.json", "model.safetensors.index.json"):
-        (m / what).write_text(json.dumps(_mutate(json.loads((m / what).read_text()), rng, k)))
+        (m / what).write_text(json.dumps(mutate_json(json.loads((m / what).read_text()), rng, k)))
         return
     shard = rng.choice(sorted(m.glob("*.safetensors")))
     raw = shard.read_bytes()
     n = struct.unpack("<Q", raw[:8])[0]
-    header = json.dumps(_mutate(json.loads(raw[8:8 + n]), rng, k)).encode()
+    header = json.dumps(mutate_json(json.loads(raw[8:8 + n]), rng, k)).encode()
     shard.write_bytes(struct.pack("<Q", len(header)) + header + raw[8 + n:])
 
 

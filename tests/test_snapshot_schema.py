@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from fixtures.hostile_run import mutate_json
 from k3doctor.cli import main
 from k3doctor.launch import _FACT_FIELDS
 from k3doctor.schemacheck import load_schema, validate
@@ -102,43 +103,43 @@ def test_a_malformed_field_is_a_usage_error_naming_it(tmp_path: Path) -> None:
         assert "k3doctor snapshot -o FILE" in r.output
 
 
-_WEIRD: list[Any] = [None, [], {}, "x", "", -1, -5, 0, 1, 3.5, 1e308, 10**30, 2**62, True, [None], {"a": None},
-                     "\x1b]52;c;SGVsbG8=\x07", math.nan]
-
-
-def _paths(o: Any, p: tuple = ()) -> list[tuple]:
-    out = [p] if p else []
-    if isinstance(o, dict):
-        for k, v in o.items():
-            out += _paths(v, p + (k,))
-    elif isinstance(o, list):
-        for i, v in enumerate(o[:3]):
-            out += _paths(v, p + (i,))
-    return out
-
-
 def _mutate(base: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     d = copy.deepcopy(base)
-    paths = _paths(d["facts"])
-    for p in rng.sample(paths, k=min(len(paths), rng.choice([1, 1, 2, 5]))):
-        o = d["facts"]
-        try:
-            for k in p[:-1]:
-                o = o[k]
-            o[p[-1]] = rng.choice(_WEIRD)
-        except (KeyError, IndexError, TypeError):
-            pass  # an earlier mutation replaced a parent
+    mutate_json(d["facts"], rng, rng.choice([1, 1, 2, 5]))
     return d
 
 
+def _problems_snapshot(tmp_path: Path) -> dict[str, Any]:
+    """A model-only snapshot whose scan found problems of many kinds (each with its raw numbers)."""
+    from fixtures.checkpoints.generate import corrupt, make_small_real
+
+    doc: dict[str, Any] = {}
+    problems: list[dict[str, Any]] = []
+    for case in ("truncated_shard", "shape_dtype_mismatch", "offsets_overlap", "offsets_gap", "wrong_total_size",
+                 "quant_scale_shape", "expert_missing", "index_tensor_other_shard", "trailing_bytes"):
+        d = tmp_path / case
+        make_small_real(d)
+        corrupt(d, case)
+        out = tmp_path / f"{case}.json"
+        r = CliRunner().invoke(main, ["snapshot", "--only", "model", "--model", str(d), "-o", str(out)])
+        assert r.exit_code == 0, r.output
+        doc = json.loads(out.read_text())
+        problems += doc["facts"]["model"]["problems"]
+    doc["facts"]["model"]["problems"] = problems
+    doc["facts"]["model"]["problem_counts"] = {p["kind"]: 1 for p in problems}
+    assert len({p["kind"] for p in problems}) >= 8
+    return doc
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("source", ["h200x8-hgx-node0", "demo-node0", "live"])
+@pytest.mark.parametrize("source", ["h200x8-hgx-node0", "demo-node0", "live", "problems"])
 def test_mutated_snapshots_never_crash_a_check(tmp_path: Path, source: str) -> None:
     """Fields replaced by values of other types (or odd values of their own type): every run ends in
     exit 0/1 (the values were acceptable) or 2 (the file is refused with its field named), never in a
     crashed check (exit 3) or a traceback. Seeded, so a failure reproduces."""
-    if source == "live":
-        base = _live_snapshot(tmp_path)
+    if source in ("live", "problems"):
+        base = _live_snapshot(tmp_path) if source == "live" else _problems_snapshot(tmp_path)
+        assert validate(base, load_schema("snapshot")) == []
     else:
         path = ROOT / ("k3doctor/data/demo/node0.json" if source == "demo-node0" else f"fixtures/snapshots/{source}.json")
         base = json.loads(path.read_text())

@@ -84,8 +84,19 @@ limit_pair = obj({"soft": INT, "hard": INT})
 limits = obj({"shm": obj({"path": STR, "total_bytes": BYTES, "free_bytes": BYTES, "fstype": STR, "error": STR}),
               "memlock": limit_pair, "nofile": limit_pair, "mem_total": BYTES, "mem_available": BYTES,
               "cgroup_memory_limit": BYTES, "rdma_devices": COUNT, "errors": ERRS}, nullable=False)
-problem = {"type": "object", "properties": {"kind": {"type": "string"}, "file": STR, "tensor": STR},
-           "required": ["kind"]}
+_PROBLEM_STR = ("file", "tensor", "safetensors_error", "error", "dtype", "shape", "other_tensor", "index_file", "files",
+                "architecture", "model_type", "missing", "packed_shape", "expected_shape", "why", "logical_shape",
+                "expected_logical", "expected_dtype", "missing_ids", "path", "entry", "json_type", "target",
+                "quant_method", "quant_format", "expected", "algo", "actual", "source")
+_PROBLEM_INT = ("size", "expected_size", "missing_bytes", "header_len", "limit", "offset", "gap_begin", "gap_end",
+                "gap_bytes", "expected_bytes", "span_bytes", "begin", "previous_end", "overlap_bytes", "end",
+                "extra_bytes", "tensors", "total_size", "data_bytes", "difference", "shards", "num_experts", "found",
+                "found_per_layer", "layers", "count", "bits", "read_bytes", "mode")
+# a problem's raw numbers are what its message formats: each known field has its type, others are scalars
+problem = {"type": "object", "required": ["kind"],
+           "properties": {"kind": {"type": "string"}, **{k: STR for k in _PROBLEM_STR}, **{k: INT for k in _PROBLEM_INT},
+                          "stale_metadata": BOOL},
+           "additionalProperties": {"type": ["string", "integer", "boolean", "null"]}}
 group_row = {"type": "array", "minItems": 6, "maxItems": 6,
              "prefixItems": [{"type": "string"}, {"type": "string"}, {"type": "integer", "minimum": 0},
                              {"type": "integer", "minimum": 0}, {"type": "integer", "minimum": 0},
@@ -100,7 +111,8 @@ model = obj({
   "index": obj({"present": BOOL, "error": STR, "size": BYTES, "total_size": BYTES, "tensors": COUNT,
                 "shards": COUNT}),
   "shards": arr(obj({"file": {"type": "string"}, "size": BYTES, "header_len": BYTES, "tensors": COUNT,
-                     "data_bytes": BYTES, "dtype_bytes": {"type": ["object", N], "additionalProperties": BYTES},
+                     "data_bytes": BYTES,
+                     "dtype_bytes": {"type": ["object", N], "additionalProperties": {"type": "integer", "minimum": 0}},
                      "ok": BOOL}, nullable=False)),
   "totals": obj({"shards": COUNT, "shards_ok": COUNT, "tensors": COUNT, "data_bytes": BYTES, "file_bytes": BYTES}),
   "quant": obj({"packed": COUNT, "fp8": COUNT, "blocks": COUNT, "expert_layers": COUNT,
@@ -109,7 +121,8 @@ model = obj({
                     "max_shard_bytes": BYTES, "columns": STRS, "groups": arr(group_row),
                     "config": {"type": ["object", N]},
                     "errors": arr(obj({"file": STR, "kind": STR}, nullable=False))}),
-  "problems": arr(problem), "problem_counts": {"type": ["object", N], "additionalProperties": COUNT},
+  "problems": arr(problem),
+  "problem_counts": {"type": ["object", N], "additionalProperties": {"type": "integer", "minimum": 0}},
   "incomplete": arr(obj({"path": STR, "size": BYTES, "file": STR}, nullable=False)),
   "deep": obj({"source": STR, "files": COUNT, "verified": COUNT, "mismatched": COUNT, "unverified": STRS,
                "bytes": BYTES, "seconds": NUM, "rate": NUM, "jobs": COUNT, "manifest": STR}),
