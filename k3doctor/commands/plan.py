@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from ..launch import LaunchSpec
+from ..targets import MAX_GPUS_PER_NODE
 from ..units import NVML_IDLE_RESERVE
 from .check import DashDashCommand
 from .options import captured_output, format_option, output_option
@@ -43,7 +44,7 @@ class _Crashed(click.ClickException):
 @click.option("--enable-dp-attention", is_flag=True, default=None, help="SGLang DP attention (attention-TP = tp/dp).")
 @click.option("--dcp", type=int, help="Decode-context-parallel size (shards the MLA KV cache).")
 @click.option("--nnodes", type=int, help="Number of nodes.")
-@click.option("--gpus", "--gpus-per-node", "gpus_per_node", type=click.IntRange(1, 1024),
+@click.option("--gpus", "--gpus-per-node", "gpus_per_node", type=click.IntRange(1, MAX_GPUS_PER_NODE),
               help="GPUs per node (default: the GPU profile's node size); alias --gpus-per-node.")
 @click.option("--target", "--gpu", "gpu_name", metavar="GPU",
               help="GPU type for static planning (h200, h100, b200, …; see `k3doctor list --targets`); alias --gpu.")
