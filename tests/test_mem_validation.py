@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from k3doctor.memory.validate import SPLITS, evaluate, load_receipts, split_summaries, summary
@@ -66,8 +67,10 @@ HELDOUT_IDS = frozenset({
     "heldout-vllm-rocm-gemma-3-27b-it-bf16-tp1", "heldout-vllm-rtxpro6000-minimax-m2.5-fp8-tp4",
     "heldout-vllm-thor-gemma-4-26b-a4b-it-bf16-tp1", "heldout-vllm-a100-gemma-4-26b-a4b-bf16-tp1",
     "heldout-vllm-a100-gpt-oss-20b-mxfp4-tp1",
+    # round 8 (2026-12-05): split by sha256(id)[:8] < 0x55555555, fixed before scoring
+    "vllm-gb10-qwen3.6-27b-nvfp4-tp1", "vllm-sm120-deepseek-v4-flash-tp2-mtp",
 })
-HELDOUT_DIGEST = "d4766c229839480b22acb8174ff8678685d1afb7d59357bef3ed3b6647b81e5b"
+HELDOUT_DIGEST = "8366d5ed42d9f8613970053c41e9bbc24516db4a75be5af85fa5e01d927b0b46"
 
 
 def _heldout_digest(recs: list[dict]) -> str:
@@ -85,9 +88,22 @@ def test_heldout_split_is_fixed_at_collection():
     assert {r.get("split") for r in recs} <= set(SPLITS), {r["id"]: r.get("split") for r in recs}
     assert {r["id"] for r in recs if r["split"] == "heldout"} == HELDOUT_IDS
     assert _heldout_digest(recs) == HELDOUT_DIGEST
-    first = json.loads((Path(__file__).resolve().parents[1] / "fixtures/receipts/scores/heldout-first-score.json").read_text())
-    assert {row["id"] for row in first["rows"]} == HELDOUT_IDS
-    assert all(row["error_pct"] is not None for row in first["rows"])
+    scores = Path(__file__).resolve().parents[1] / "fixtures/receipts/scores"
+    first = json.loads((scores / "heldout-first-score.json").read_text())["rows"]
+    round8 = json.loads((scores / "round8-first-score.json").read_text())["rows"]
+    assert {row["id"] for row in first} | {row["id"] for row in round8 if row["split"] == "heldout"} == HELDOUT_IDS
+    assert all(row["error_pct"] is not None for row in first + round8)
+
+
+def test_new_receipt_split_follows_the_fixed_rule():
+    """Receipts collected from round 8 on are held out exactly when sha256(id)[:8] < 0x55555555
+    (about one third), a rule fixed before they were scored (docs/validation.md)."""
+    recs = [r for r in load_receipts() if re.match(r"round (\d+)", str(r.get("collected", "")))
+            and int(re.match(r"round (\d+)", r["collected"]).group(1)) >= 8]
+    assert len(recs) >= 7
+    for r in recs:
+        held = int(hashlib.sha256(r["id"].encode()).hexdigest()[:8], 16) < 0x55555555
+        assert r["split"] == ("heldout" if held else "dev"), r["id"]
 
 
 def test_heldout_receipts_meet_the_hidden_set_bar():
