@@ -24,15 +24,36 @@ def test_receipts_accuracy():
     assert s["max_abs_error_pct"] <= 8.0
     for g, d in s["groups"].items():
         assert d["unanswered"] == 0 and d["max_abs_error_pct"] <= 8.0, (g, d)
-        # the issue asks 1.5% per group; fallback architectures are at 1.7% (dev) / 2.7% (held out),
-        # DP attention (one receipt) at 2.2% (docs/validation.md)
-        assert d["median_abs_error_pct"] <= 3.0, (g, d)
+        assert d["median_abs_error_pct"] <= 1.5, (g, d)
+    for sp, ss in split_summaries(rows).items():  # the bars per split and per group as well
+        assert ss["unanswered"] == 0 and ss["median_abs_error_pct"] <= 1.5 and ss["max_abs_error_pct"] <= 8.0, (sp, ss)
+        for g, d in ss["groups"].items():
+            assert d["unanswered"] == 0 and d["median_abs_error_pct"] <= 1.5, (sp, g, d)
     assert len(s["quantized_formats"]) >= 5
     assert s["groups"]["pp"]["n"] >= 4 and s["groups"]["multimodal"]["n"] >= 3
+    # "fallback-arch" = outside the family table when collected; DeepSeek-V4 became a table family
+    # in round 8 (docs/validation.md) and keeps its tag so the group stays comparable
     fallback = [r for r in rows if "fallback-arch" in r["groups"]]
-    assert len(fallback) >= 3 and all(r["family"] == "generic" for r in fallback), fallback
+    assert all(r["family"] in ("generic", "deepseek_v4") for r in fallback), fallback
+    assert sum(r["family"] == "generic" for r in fallback) >= 8
     seed = next(x for x in rows if x["id"].startswith("seed-k3"))
     assert abs(seed["error_pct"]) <= 3.0
+
+
+def test_structural_groups_follow_the_launch():
+    """A receipt whose launch runs DP attention is in the ``dp-attention`` group and one with
+    pipeline stages in ``pp``: the group medians cannot lose a receipt to a forgotten tag."""
+    from k3doctor.launch import parse_launch
+    from k3doctor.memory.validate import _argv
+
+    for r in load_receipts():
+        argv = _argv(r["launch"])
+        if not argv or argv[0] == "xinference":
+            continue
+        launch = parse_launch(argv).to_dict()
+        groups = set(r["groups"])
+        assert bool(launch.get("enable_dp_attention")) == ("dp-attention" in groups), r["id"]
+        assert (int(launch.get("pp") or 1) > 1) == ("pp" in groups), r["id"]
 
 
 def test_vllm_kv_receipts_signed_availability():
