@@ -183,3 +183,10 @@ def test_an_ignore_pattern_naming_another_stack_does_not_reach_the_decoder():
     assert _matches("mtp.layers.0*", "mtp.layers.0.mlp.gate_proj")
     assert _matches("model.language_model.layers.0.mlp*", "model.layers.0.mlp.gate_proj")
     assert _matches("backbone.layers.4.mixer.in_proj", "model.layers.4.mixer.in_proj")
+
+
+def test_disable_shared_experts_fusion_reaches_the_plan():
+    on = parse_launch(shlex.split("sglang serve --model-path deepseek-ai/DeepSeek-V3 --tp 8")).to_dict()
+    off = parse_launch(shlex.split("sglang serve --model-path deepseek-ai/DeepSeek-V3 --tp 8 "
+                                   "--disable-shared-experts-fusion")).to_dict()
+    assert parallel_from_launch(on).shared_experts_fusion and not parallel_from_launch(off).shared_experts_fusion

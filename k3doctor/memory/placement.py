@@ -59,6 +59,10 @@ class Parallel:
     #: (vLLM ``--speculative-config '{"method": "mtp", ...}'``; SGLang loads its draft in a separate
     #: model runner with its own load line)
     mtp_draft: bool = False
+    #: SGLang folds a DeepSeek-V3/R1 shared expert into the routed MoE as one more expert
+    #: unless ``--disable-shared-experts-fusion`` (srt/models/deepseek_v2.py
+    #: determine_num_fused_shared_experts: 256 routed + 1 shared, no expert parallelism)
+    shared_experts_fusion: bool = True
     env: Mapping[str, str] = field(default_factory=dict)
 
     # -- derived groups -----------------------------------------------------------------
@@ -327,6 +331,9 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
         rope = rope_cache_bytes(spec.raw, par.engine)  # RoPE cos/sin tables, on every rank (rope.py)
         if rope:
             out["rope_cache"] = rope
+    if spec is not None and _fused_shared(par, spec) and "shared_experts" in out:
+        # the same bytes, TP-sharded alike; the engine holds them as expert E (one more expert)
+        out["experts"] = out.get("experts", 0.0) + out.pop("shared_experts")
     if spec is not None:
         for role, b in _engine_extras(spec, par, mine, last).items():
             out[role] = out.get(role, 0.0) + b
@@ -340,6 +347,14 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
         elif spec.quant == "fp8_block":
             out["mla_absorbed"] = copy  # W_UK_T / W_UV dequantised (vLLM MLA process_weights_after_loading)
     return out
+
+
+def _fused_shared(par: Parallel, spec: ModelSpec) -> bool:
+    """SGLang's shared-experts fusion applies (DeepSeek-V3/R1 shape, no EP, no all-to-all
+    backend, not disabled)."""
+    return (par.engine == "sglang" and par.shared_experts_fusion and spec.family == "deepseek"
+            and spec.experts == 256 and spec.shared_intermediate == spec.moe_intermediate
+            and par.moe_ep == 1 and not _a2a(par))
 
 
 def _linear_bytes(spec: ModelSpec, prefix: str, out: int, inp: int, kind: str = "attn") -> int:

@@ -613,6 +613,7 @@ def parallel_from_launch(launch: Mapping[str, Any], **over: Any) -> Parallel:
         max_running=launch.get("max_running_requests"),
         speculative=bool(launch.get("speculative_algorithm") or launch.get("speculative_config")),
         mtp_draft=_vllm_mtp_draft(engine, launch.get("speculative_config")),
+        shared_experts_fusion=not flag("--disable-shared-experts-fusion"),
         language_only=bool(flag("--language-model-only")),
         mamba_ratio=float(ratio) if isinstance(ratio, (int, float, str)) and str(ratio).replace(".", "", 1).isdigit() else None,
         moe_dense_tp_size=int(flag("--moe-dense-tp-size")) if str(flag("--moe-dense-tp-size") or "").isdigit() else None,
