@@ -111,20 +111,27 @@ def test_heldout_split_is_fixed_at_collection():
     assert _heldout_digest(recs) == HELDOUT_DIGEST
     scores = Path(__file__).resolve().parents[1] / "fixtures/receipts/scores"
     first = json.loads((scores / "heldout-first-score.json").read_text())["rows"]
-    round8 = json.loads((scores / "round8-first-score.json").read_text())["rows"]
-    assert {row["id"] for row in first} | {row["id"] for row in round8 if row["split"] == "heldout"} == HELDOUT_IDS
-    assert all(row["error_pct"] is not None for row in first + round8)
+    later = [row for f in sorted(scores.glob("round*-first-score.json"))
+             for row in json.loads(f.read_text())["rows"]]
+    assert {row["id"] for row in first} | {row["id"] for row in later if row["split"] == "heldout"} == HELDOUT_IDS
+    assert all(row["error_pct"] is not None for row in first + later)
 
 
 def test_new_receipt_split_follows_the_fixed_rule():
     """Receipts collected from round 8 on are held out exactly when sha256(id)[:8] < 0x55555555
-    (about one third), a rule fixed before they were scored (docs/validation.md)."""
+    (about one third), a rule fixed before they were scored (docs/validation.md), and each was
+    scored before any rule change (scores/roundN-first-score.json)."""
     recs = [r for r in load_receipts() if re.match(r"round (\d+)", str(r.get("collected", "")))
             and int(re.match(r"round (\d+)", r["collected"]).group(1)) >= 8]
-    assert len(recs) >= 7
+    assert len(recs) >= 8
+    scores = Path(__file__).resolve().parents[1] / "fixtures/receipts/scores"
     for r in recs:
         held = int(hashlib.sha256(r["id"].encode()).hexdigest()[:8], 16) < 0x55555555
         assert r["split"] == ("heldout" if held else "dev"), r["id"]
+        # each round's pre-use score (projection before any rule change) is on file
+        n = re.match(r"round (\d+)", r["collected"]).group(1)
+        first = json.loads((scores / f"round{n}-first-score.json").read_text())["rows"]
+        assert [row["split"] for row in first if row["id"] == r["id"]] == [r["split"]], r["id"]
 
 
 def test_heldout_receipts_meet_the_hidden_set_bar():
