@@ -176,6 +176,27 @@ def test_vllm_mtp_draft_is_counted_sglang_draft_is_not():
     assert ("mtp", "skip") in mtp_roles and ("mtp", "expert") in mtp_roles
 
 
+def test_qwen35_mtp_block_is_named_mtp_excluded_by_mtp_star_and_counted_only_as_vllm_draft():
+    """Qwen3.5/3.6 keep ``mtp_num_hidden_layers`` full-attention layers (here with the MoE) under
+    ``mtp.layers.N`` joined by ``mtp.fc`` (2H -> H) and three norms (vLLM qwen3_5_mtp.py); the
+    ModelOpt exclude list ``mtp*`` leaves them BF16; they count only when vLLM loads the draft."""
+    cfg = json.loads((ROOT / "shared/receipt-configs/nvidia--Qwen3.6-35B-A3B-NVFP4.json").read_text())
+    names = _names(cfg)
+    H = cfg["text_config"]["hidden_size"]
+    assert names["mtp.fc.weight"] == "BF16" and names["mtp.pre_fc_norm_embedding.weight"] == "BF16"
+    assert names["mtp.layers.0.self_attn.q_proj.weight"] == "BF16"
+    assert names["mtp.layers.0.mlp.experts.0.gate_proj.weight"] == "BF16"
+    assert names["model.layers.0.mlp.experts.0.gate_proj.weight"] == "U8"  # the decoder's experts: NVFP4
+    assert not any(n.startswith("model.layers.40.") for n in names)  # no 41st decoder layer
+    base = "vllm serve nvidia/Qwen3.6-35B-A3B-NVFP4 --quantization modelopt"
+    plain = _rank_gib(cfg, base)
+    drafted = _rank_gib(cfg, base + " --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'")
+    # one layer of 256 BF16 experts (3 x H x 512 each) plus attention and the fc join
+    experts = 256 * 3 * H * cfg["text_config"]["moe_intermediate_size"] * 2 / GiB
+    assert "mtp" not in plain and experts < drafted["mtp"] < experts * 1.1
+    assert abs(sum(drafted.values()) - sum(plain.values()) - drafted["mtp"]) < 1e-6
+
+
 def test_an_ignore_pattern_naming_another_stack_does_not_reach_the_decoder():
     from k3doctor.memory.quantscheme import _matches
 

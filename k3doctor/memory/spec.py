@@ -136,6 +136,10 @@ class ModelSpec:
     first_dense: int = 0  # number of leading dense layers
     moe_layers: tuple[int, ...] = ()
     mtp_layers: int = 0
+    #: where the checkpoint keeps the MTP block: "" (DeepSeek/GLM: ``model.layers.{L+j}`` with
+    #: enorm/hnorm/eh_proj) or "mtp" (Qwen3-Next/3.5: ``mtp.layers.{j}`` full-attention layers
+    #: joined by ``mtp.fc`` and ``mtp.pre_fc_norm_*``)
+    mtp_prefix: str = ""
     # K3 specifics
     latent: int = 0
     kda_layers: tuple[int, ...] = ()  # zero-based
@@ -374,11 +378,14 @@ def _generic_spec(cfg: Mapping[str, Any], arch: str, mt: str, base: dict[str, An
     if latent:
         notes.append(f"latent MoE: routed experts work in a {latent}-wide latent (down/up projections per MoE layer)")
     shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0) or shared
+    mtp = int(cfg.get("mtp_num_hidden_layers") or 0)
+    if mtp:  # Qwen3-Next/3.5: counted only when the engine loads them as the draft (placement)
+        hybrid.update(mtp_layers=mtp, mtp_prefix="mtp")
     return ModelSpec(
         family="generic", hidden=H, layers=L, vocab=int(got["vocab"]), heads=nh, kv_heads=kvh, head_dim=hd,
         experts=n_exp, topk=int(_first(cfg, "num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token") or 0),
         moe_intermediate=moe_inter, shared_intermediate=shared, intermediate=dense_inter, first_dense=first_dense,
-        moe_layers=moe_layers, mtp_layers=0, mla_layers=tuple(range(L)), latent=latent,
+        moe_layers=moe_layers, mla_layers=tuple(range(L)), latent=latent,
         attn_bias=bool(_first(cfg, "attention_bias", "qkv_bias", "use_bias", "bias") or False),
         qk_norm=bool(cfg.get("use_qk_norm") or cfg.get("qk_layernorm") or mt.startswith("qwen3")),
         gated_mlp=gated, approximate=True, notes=tuple(notes), **hybrid, **base,

@@ -250,7 +250,7 @@ def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
     moe_set = set(s.moe_layers) | set(range(s.layers, total_layers)) if s.is_moe else set()
     block = s.mixer_prefix + "." if s.mixer_prefix else "mlp."  # Nemotron-H: the block's one module
     for i in range(total_layers):
-        p = f"model.layers.{i}."
+        p = f"{s.mtp_prefix}.layers.{i - s.layers}." if s.mtp_prefix and i >= s.layers else f"model.layers.{i}."
         if s.mixer_prefix:
             yield _t(p + "norm.weight", "BF16", (H,))
         else:
@@ -272,6 +272,10 @@ def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
             yield from _qlin(m + "down_proj", H, inter, s.qscheme, "dense")
         if i in moe_set and mlp != "linear":
             yield from _generic_moe(s, p, n_exp)
+    if s.mtp_prefix and s.mtp_layers:  # Qwen3-Next/3.5 MTP joins (vLLM qwen3_5_mtp.py, qwen3_next_mtp.py)
+        yield from _qlin(s.mtp_prefix + ".fc", H, 2 * H, s.qscheme, "dense")
+        for n in ("pre_fc_norm_hidden", "pre_fc_norm_embedding", "norm"):
+            yield _t(f"{s.mtp_prefix}.{n}.weight", "BF16", (H,))
     if s.vision_params:
         # estimated from vision_config (spec.vision_param_estimate): one group, placed as vision
         yield _t("vision_tower.estimated.weight", "BF16", (s.vision_params,))
