@@ -12,9 +12,14 @@ Architectures understood (``family``):
 * ``dense`` – Llama / Qwen2 / Qwen3 / Mistral dense decoders.
 * ``llama4`` – Llama-4 Scout/Maverick (MoE every ``interleave_moe_layer_step`` layers, a shared
   expert, dense layers ``intermediate_size_mlp`` wide, a vision tower).
+* ``deepseek_v4`` – DeepSeek-V4 Flash/Pro (grouped low-rank output, per-layer KV compressors, the
+  lightning indexer, hyper-connections, hash-routed first layers, FP4 experts for
+  ``expert_dtype: fp4``) in the release naming (``layers.N.attn.`` / ``ffn.``, ``mtp.0.``).
 * ``generic`` – any other decoder whose config.json has the standard fields (hidden size, layers,
   heads, KV heads, head dim, intermediate sizes, expert counts, vocab): the projection is built
-  from them and marked ``approximate`` with what was assumed (``notes``).
+  from them and marked ``approximate`` with what was assumed (``notes``). Hybrids are read from
+  their layer lists (Nemotron-H ``mixer.`` blocks, Qwen3-Next/3.5 Gated DeltaNet and ``mtp.``
+  layers, Gemma-4 global-attention geometry and dense MLP beside the experts).
 
 A ``vision_config`` adds an estimated vision tower + projector (``vision_params``) unless the
 family models its own. Quantisation comes from :mod:`.quantscheme`. Only a config without the
