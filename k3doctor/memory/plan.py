@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import json
 import re
-
 from dataclasses import dataclass, field
 from math import ceil
 from typing import TYPE_CHECKING, Any, Mapping
@@ -612,6 +612,8 @@ def parallel_from_launch(launch: Mapping[str, Any], **over: Any) -> Parallel:
         max_num_batched_tokens=launch.get("chunked_prefill_size") if engine == "vllm" else None,
         max_running=launch.get("max_running_requests"),
         speculative=bool(launch.get("speculative_algorithm") or launch.get("speculative_config")),
+        mtp_draft=_vllm_mtp_draft(engine, launch.get("speculative_config")),
+        shared_experts_fusion=not flag("--disable-shared-experts-fusion"),
         language_only=bool(flag("--language-model-only")),
         mamba_ratio=float(ratio) if isinstance(ratio, (int, float, str)) and str(ratio).replace(".", "", 1).isdigit() else None,
         moe_dense_tp_size=int(flag("--moe-dense-tp-size")) if str(flag("--moe-dense-tp-size") or "").isdigit() else None,
@@ -623,6 +625,23 @@ def parallel_from_launch(launch: Mapping[str, Any], **over: Any) -> Parallel:
         if v is not None:
             setattr(par, k, v)
     return par
+
+
+def _vllm_mtp_draft(engine: str, spec_config: Any) -> bool:
+    """vLLM ``--speculative-config`` naming an MTP method (``mtp``, ``deepseek_mtp``,
+    ``qwen3_next_mtp`` ...): the drafter is the checkpoint's own MTP layers, loaded inside the
+    target's ``load_model`` and counted in its "Model loading took" (gpu_model_runner.load_model
+    loads the drafter under the same memory profiler; the embedding and lm_head are shared)."""
+    if engine != "vllm" or not spec_config:
+        return False
+    cfg = spec_config
+    if isinstance(cfg, str):
+        try:
+            cfg = json.loads(cfg)
+        except ValueError:
+            return "mtp" in cfg.lower()
+    method = str(cfg.get("method") or "") if isinstance(cfg, Mapping) else ""
+    return "mtp" in method.lower()
 
 
 def _redundant_experts(engine: str, flags: Mapping[str, Any]) -> int:
