@@ -53,9 +53,12 @@ def derive_gpu_spec(launch: LaunchSpec, gpu: GpuFact) -> "GpuSpec":
     devices = GpuFact.of(gpu).devices
     if not devices:
         raise Skip("no GPU devices in the gpu fact (use --target or a snapshot)")
+    totals = [d.memory_total for d in devices if d.memory_total]  # unknown (or 0) is not a size to plan for
+    if not totals:
+        raise Skip("no GPU in the gpu fact reports its total memory")
     frees = [d.memory_free for d in devices if d.memory_free is not None]
     reserved = [d.memory_reserved for d in devices if d.memory_reserved is not None]
-    return GpuSpec(devices[0].gpu_name or "gpu", min(d.memory_total or 0 for d in devices), min(frees) if frees else None,
+    return GpuSpec(devices[0].gpu_name or "gpu", min(totals), min(frees) if frees else None,
                    str(gpu.get("source") or "nvml"), devices[0].cc, max(reserved) if reserved else None)
 
 

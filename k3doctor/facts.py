@@ -315,4 +315,13 @@ def load_snapshot(path: str | Path) -> dict[str, Any]:
                               error=SnapshotError)
     if not isinstance(doc.get("facts"), dict):
         raise SnapshotError(f"{Path(path)}: snapshot has no \"facts\" object")
+    from .schemacheck import load_schema, validate
+
+    problems = validate(doc, load_schema("snapshot"), limit=4)
+    if problems:
+        (where, what), more = problems[0], len(problems) - 1
+        also = f" (and {more}{'+' if more == 3 else ''} more)" if more else ""
+        raise SnapshotError(f"{Path(path)}: {where} {what}{also}; this is not what `k3doctor snapshot` writes: "
+                            "re-create it with `k3doctor snapshot -o FILE` or correct the field "
+                            "(schema: k3doctor/data/schemas/snapshot.schema.json)")
     return doc

@@ -147,9 +147,20 @@ class LaunchSpec(Fact):
     Besides the flags, the parallel plan is derived once, when the fact is built: ``world_size``,
     ``attention_tp`` (SGLang dp-attention divides tp by dp), ``ep`` as the engine applies it (vLLM
     ``--enable-expert-parallel``: tp·dp), ``gpus_per_node`` and the rendezvous ``head_host`` /
-    ``head_port``. As a :class:`~collections.abc.Mapping` it reads its JSON document (what
-    ``k3doctor snapshot`` writes under ``launch``).
+    ``head_port``. As a :class:`~collections.abc.Mapping` over its JSON document (what ``k3doctor
+    snapshot`` writes under ``launch``) a field reads as its typed value: ``launch["engine"]`` and
+    ``launch.get("errors")`` are what the attributes hold (the default when the document lacks the
+    key or has a value of the wrong type), ``"tp" in launch`` says whether the document has the key,
+    and other keys read the document.
     """
+
+    def __getitem__(self, key: str) -> Any:
+        if key in _ATTRS:
+            return getattr(self, key)
+        return self.doc[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.doc
 
     name: ClassVar[str] = "launch"
     engine: str = ""
@@ -269,6 +280,8 @@ def _kind_and_default(f: Any) -> tuple[str, Any]:
 
 
 _DERIVED = ("world_size", "attention_tp", "gpus_per_node", "head_host", "head_port")
+#: the fields a LaunchSpec reads as attributes through its Mapping interface
+_ATTRS = frozenset(f.name for f in fields(LaunchSpec) if f.name != "doc")
 #: field -> (JSON kind, default) of every field read from the document
 _FACT_FIELDS: dict[str, tuple[str, Any]] = {
     f.name: _kind_and_default(f) for f in fields(LaunchSpec) if f.name != "doc" and f.name not in _DERIVED

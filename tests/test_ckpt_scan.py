@@ -217,3 +217,15 @@ def test_an_offset_that_is_not_an_integer_is_a_bad_entry(tmp_path: Path, offsets
     p.write_bytes(struct.pack("<Q", len(raw)) + raw + b"x")
     res = read_header(str(p), p.name)
     assert [q["kind"] for q in res.problems][:1] == ["bad_entry"], res.problems
+
+
+@pytest.mark.parametrize("dtype", [{"a": 1}, ["BF16"], None, 7])
+def test_a_dtype_that_is_not_a_string_is_an_unknown_dtype(tmp_path: Path, dtype: object) -> None:
+    """A list or object as dtype is named as an unknown dtype (it crashed the model probe: unhashable)."""
+    import struct
+
+    raw = json.dumps({"a": {"dtype": dtype, "shape": [1], "data_offsets": [0, 1]}}, separators=(",", ":")).encode()
+    p = tmp_path / "model.safetensors"
+    p.write_bytes(struct.pack("<Q", len(raw)) + raw + b"x")
+    res = read_header(str(p), p.name)
+    assert [q["kind"] for q in res.problems][:1] == ["unknown_dtype"], res.problems

@@ -130,10 +130,14 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     benign lines when it was scored before use). They are not read or tuned on; the rules for
     notices (soft lines need an error line beside them, see docs/explain.md) brought the count
     from 7 to 2 of 104, and the benign c10d-ipv6-probe signature (written from round 6b's three
-    development rows) to 1. This gate holds the published figure (docs/validation.md) and fails
-    on any further alarm; it reports a count only."""
+    development rows) to 1. Round 7b (153 fresh lines, 12 flagged before use) added 50 held-out
+    lines, 4 of them flagged: 5 of 154. The rules written from round 7b's development rows (log
+    levels read in more formats, notices that skip a step / name what they go without / cost
+    speed / use a default, two benign signatures) took the development alarms from 8 to 0 and
+    left the held-out count at 5. This gate holds the published figure (docs/validation.md) and
+    fails on any further alarm; it reports a count only."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 1, f"{n} held-out benign lines flagged"
+    assert n <= 5, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():

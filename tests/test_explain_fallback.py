@@ -140,6 +140,73 @@ def test_failures_without_an_error_word_are_error_lines(line):
     assert SCANNER.fallback is not None and SCANNER.fallback.is_error_line(line)
 
 
+# log formats whose level the fallback must read (round 7b): the same line at an error level stays
+# an error line, so the level, not the wording, decides
+_LEVELLED = [
+    # c10 / glog with the month unpadded
+    ("[{L}506 00:43:56.240378877 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=3): "
+     "Connection reset by peer", "W", "E"),
+    # Ray's C++ prefix [time level pid tid]
+    ("[2021-05-27 23:34:14,165 {L} 7164 3876] gcs_redis_failure_detector.cc:30: Starting redis failure "
+     "detector.", "I", "E"),
+    # a bracketed level after another bracketed tag
+    ("[TensorRT-LLM][{L}] cross_kv_cache_fraction is not specified, error if it's encoder-decoder model",
+     "WARNING", "ERROR"),
+    ("[2024-06-21 12:10:09][{L}][dist:314] - connection to the store failed, using [24 / 24] devices",
+     "WARNING", "ERROR"),
+    # TensorFlow / absl C++ lines
+    ("2025-02-09 09:37:33.337631: {L} tensorflow/compiler/xla/stream_executor/cuda/cuda_driver.cc:268] "
+     "failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected", "W", "E"),
+    # onnxruntime
+    ("2026-02-08 08:53:50.156670203 [{L}:onnxruntime:Default, device_discovery.cc:211 Discover] GPU "
+     "device discovery failed: Failed to open file", "W", "E"),
+]
+
+
+@pytest.mark.parametrize("line,quiet,loud", _LEVELLED)
+def test_the_level_decides_whether_a_line_is_an_error(line, quiet, loud):
+    fb = SCANNER.fallback
+    assert fb is not None
+    assert not fb.is_error_line(line.format(L=quiet)), line.format(L=quiet)
+    assert fb.is_error_line(line.format(L=loud)), line.format(L=loud)
+
+
+@pytest.mark.parametrize("line", [
+    'time="2026-01-01T00:00:00Z" level=warning msg="failed to probe optional device plugin, retry later"',
+    '{"asctime": "2026-02-13 02:47:02,310", "levelname": "W", "message": "Failed to export spans"}',
+    "2024-02-13T02:09:33,228 [WARN ] W-9000-model_1.0-stderr MODEL_LOG - failed to load optional codec",
+])
+def test_structured_and_bracketed_levels_are_read(line):
+    fb = SCANNER.fallback
+    assert fb is not None and not fb.is_error_line(line)
+    assert not [m for m in matches(line) if not m.benign]
+
+
+@pytest.mark.parametrize("line,bare", [
+    ("(Setting affinity with NVML failed, skipping...)", "(Setting affinity with NVML failed)"),
+    ("device mlx5_3 cannot allocate buffer on the specified memory type. Skipping...",
+     "device mlx5_3 cannot allocate buffer on the specified memory type."),
+    ("Failed to connect to the span collector. Traces will not be exported.",
+     "Failed to connect to the span collector."),
+    ("Request 12 preempted because there is not enough KV cache space. This can affect the end-to-end "
+     "performance.", "Request 12 preempted because there is not enough KV cache space."),
+    ("max_tokens_in_paged_kv_cache is invalid, will use default value",
+     "max_tokens_in_paged_kv_cache is invalid"),
+    ("The following error message 'operation scheduled before its operands' can be safely ignored.",
+     "The following error message 'operation scheduled before its operands'."),
+    ("'(ReadTimeoutError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out.\"))' "
+     "thrown while requesting HEAD https://huggingface.co/x/resolve/main/config.json",
+     "'(ReadTimeoutError(\"HTTPSConnectionPool(host='huggingface.co', port=443): Read timed out.\"))'"),
+])
+def test_a_line_that_says_what_it_does_about_a_problem_is_not_an_error(line, bare):
+    """The hedge, not the rest of the line, makes it a notice: without it the line is an error line."""
+    fb = SCANNER.fallback
+    assert fb is not None
+    assert not fb.is_error_line(line)
+    assert not [m for m in matches(line) if not m.benign]
+    assert fb.is_error_line(bare), bare
+
+
 def test_text_without_an_error_is_still_nothing_recognised():
     r = run(["model loaded in 3.2 s; serving on port 30000"])
     assert r.exit_code == 1 and "nothing recognised" in r.output

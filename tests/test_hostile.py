@@ -12,7 +12,6 @@ import json
 import os
 import resource
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.checkpoints.generate import write_shard
+from fixtures.hostile_run import run_measured
 
 ROOT = Path(__file__).resolve().parent.parent
 #: the issue's bounds: 10 s per case, 300 MB RSS (a slow CI machine gets the time limit doubled
@@ -29,27 +29,12 @@ ROOT = Path(__file__).resolve().parent.parent
 TIME_LIMIT_S = 10.0 * (2.0 if os.environ.get("K3DOCTOR_HOSTILE_SLOW") else 1.0)
 RSS_LIMIT_MB = 300
 
-_WRAP = r"""
-import json, resource, subprocess, sys, time
-t = time.monotonic()
-try:
-    p = subprocess.run(sys.argv[2:], capture_output=True, timeout=float(sys.argv[1]))
-    rc, out, err = p.returncode, p.stdout, p.stderr
-except subprocess.TimeoutExpired as e:
-    rc, out, err = "timeout", e.stdout or b"", e.stderr or b""
-sys.stdout.write(json.dumps({"rc": rc, "wall": time.monotonic() - t,
-                             "rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-                             "out": out.decode("utf-8", "replace")[-4000:],
-                             "err": err.decode("utf-8", "replace")[-4000:]}))
-"""
-
-
 def run_cli(*args: str, limit: float = TIME_LIMIT_S) -> dict:
     """Run ``k3doctor ARGS``; returns rc, wall, rss_mb, out, err (the CLI is killed past ``limit``)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
-    p = subprocess.run([sys.executable, "-c", _WRAP, str(limit + 5), sys.executable, "-m", "k3doctor", *args],
-                       capture_output=True, text=True, env=env, cwd=ROOT, timeout=limit + 30)
-    return json.loads(p.stdout)
+    r = run_measured([sys.executable, "-m", "k3doctor", *args], timeout=limit + 5, env=env, cwd=ROOT)
+    r["out"], r["err"] = (r[k].decode("utf-8", "replace")[-4000:] for k in ("out", "err"))
+    return r
 
 
 def assert_clean(r: dict, *, rcs: tuple[int, ...] = (0, 1, 2), limit: float = TIME_LIMIT_S) -> None:
@@ -311,9 +296,8 @@ def test_large_header_batches_match_one_parse(tmp_path: Path) -> None:
 
 def test_resource_module_reports_children() -> None:
     """The RSS bound is only meaningful if getrusage sees the CLI: a child of known size shows up."""
-    r = subprocess.run([sys.executable, "-c", _WRAP, "30", sys.executable, "-c", "b = bytearray(80 << 20)"],
-                       capture_output=True, text=True)
-    assert json.loads(r.stdout)["rss_mb"] > 80
+    r = run_measured([sys.executable, "-c", "b = bytearray(80 << 20)"], timeout=30)
+    assert r["rc"] == 0 and r["rss_mb"] > 80
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
 
 

@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -31,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fixtures.checkpoints.generate import write_shard  # noqa: E402
+from fixtures.hostile_run import run_measured  # noqa: E402
 
 TIME_LIMIT_S = 10.0
 RSS_LIMIT_MB = 300
@@ -39,34 +39,12 @@ ESCAPES = "\x1b]0;PWNED\x07\x1b]52;c;SGVsbG8=\x07\x1b]8;;http://evil\x1b\\link\x
 #: anything an input could have put in the output: ESC not starting an SGR colour, C0 but tab/newline/CR, C1
 _BAD = re.compile(r"\x1b(?!\[[0-9;]*m)|[\x00-\x08\x0b\x0c\x0e-\x1a\x1c-\x1f\x7f\x80-\x9f]")
 
-_WRAP = r"""
-import json, os, resource, subprocess, sys, time
-t = time.monotonic()
-stdin = sys.argv[2]
-kw = {}
-if stdin == "closed":
-    kw["preexec_fn"] = lambda: os.close(0)
-elif stdin != "-":
-    kw["stdin"] = os.open(stdin, os.O_RDONLY | os.O_NONBLOCK)
-    os.set_blocking(kw["stdin"], True)
-try:
-    p = subprocess.run(sys.argv[3:], capture_output=True, timeout=float(sys.argv[1]), **kw)
-    rc, out, err = p.returncode, p.stdout, p.stderr
-except subprocess.TimeoutExpired as e:
-    rc, out, err = "timeout", e.stdout or b"", e.stderr or b""
-sys.stdout.write(json.dumps({"rc": rc, "wall": time.monotonic() - t,
-                             "rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-                             "out": out.decode("utf-8", "replace")[-20000:],
-                             "err": err.decode("utf-8", "replace")[-20000:]}))
-"""
-
-
-def run_cli(args: list[str], stdin: str = "/dev/null", cwd: Path = ROOT) -> dict:
+def run_cli(args: list[str], stdin: str | None = None, cwd: Path = ROOT) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200", NO_COLOR="1")
-    p = subprocess.run([sys.executable, "-c", _WRAP, str(TIME_LIMIT_S + 5), stdin, sys.executable, "-m",
-                        "k3doctor", *args], capture_output=True, text=True, env=env, cwd=cwd,
-                       timeout=TIME_LIMIT_S + 60)
-    return json.loads(p.stdout)
+    r = run_measured([sys.executable, "-m", "k3doctor", *args], timeout=TIME_LIMIT_S + 5, stdin=stdin, env=env,
+                     cwd=cwd)
+    r["out"], r["err"] = (r[k].decode("utf-8", "replace")[-20000:] for k in ("out", "err"))
+    return r
 
 
 def problems(r: dict, rcs: tuple) -> list[str]:

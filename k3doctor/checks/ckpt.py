@@ -89,8 +89,8 @@ class _CkptCheck(Check):
         self.precondition(model)
         counts = model.get("problem_counts") or {}
         shown: dict[str, int] = {}
-        for p in model["problems"]:
-            spec = self.kinds.get(p.get("kind"))
+        for p in model.problems:
+            spec = self.kinds.get(str(p.get("kind")))
             if spec is None:
                 continue
             sev, msg, fix = spec

@@ -332,7 +332,7 @@ class BatchValidator:
             except (TypeError, KeyError, ValueError):
                 probs.append(problem("bad_entry", file, name, entry=json.dumps(info)[:200]))
                 continue
-            bits = bits_of(dtype)
+            bits = bits_of(dtype) if type(dtype) is str else None  # a list/dict dtype is unhashable
             if bits is None:
                 probs.append(problem("unknown_dtype", file, name, dtype=str(dtype)[:40]))
                 continue

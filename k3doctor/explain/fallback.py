@@ -67,9 +67,10 @@ def _drop_source_paths(text: str) -> str:
 LINE_CHARS = 2048        # characters of a line that are classified
 #: log-line decorations the engines and launchers put in front of a message: process tags
 #: ``(VllmWorker rank=0 pid=1)``, ``[rank0]:``, level + timestamp + source location, SGLang's
-#: ``[2025-01-01 00:00:00 TP0]``, glog ``[E1130 10:11:12.123 4 file.cc:12]``, NCCL's
-#: ``host:pid:tid [gpu]``, docker-compose ``svc  |``. They say which process printed the line, not
-#: what went wrong, and their words (``rank``, ``Worker``, ``TP0``) must not vote for a category.
+#: ``[2025-01-01 00:00:00 TP0]``, glog ``[E1130 10:11:12.123 4 file.cc:12]`` (c10 leaves the
+#: month unpadded: ``[W506 ...``), NCCL's ``host:pid:tid [gpu]``, docker-compose ``svc  |``. They
+#: say which process printed the line, not what went wrong, and their words (``rank``, ``Worker``,
+#: ``TP0``) must not vote for a category.
 _LOG_PREFIX = re.compile(
     r"\s{0,8}(?:"
     r"\([^()\n]{0,80}?pid=[^()\n]{0,80}\)"
@@ -77,7 +78,7 @@ _LOG_PREFIX = re.compile(
     r"|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL|TRACE) {1,2}\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,6})?(?: \[[^\]\n]{1,100}\])?"
     r"|\[\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?: [A-Z_]{2,10}\d{1,5}){0,8}\]"
     r"|\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?Z?"
-    r"|\[?[IWEF]\d{4} \d\d:\d\d:\d\d(?:\.\d{1,9})?(?: {1,8}\d{1,9})?(?: [\w./-]{1,160}:\d{1,7})?\]"
+    r"|\[?[IWEF]\d{3,4} \d\d:\d\d:\d\d(?:\.\d{1,9})?(?: {1,8}\d{1,9})?(?: [\w./-]{1,160}:\d{1,7})?\]"
     r"|[\w.-]{1,80}:\d{1,9}:\d{1,9} \[\d{1,4}\]"
     r"|[\w.-]{1,40} {1,4}\| "
     r"|(?:INFO|WARNING|WARN|ERROR|DEBUG|CRITICAL)\b:?"

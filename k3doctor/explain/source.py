@@ -75,8 +75,9 @@ def _stdin_fd(fd: int) -> int:
         why = "closed" if exc.errno == errno.EBADF else f"not usable ({exc.strerror})"
         raise BoundedReadError("<stdin>", f"standard input is {why}; pipe the error text in "
                                           "(... | k3doctor explain -) or pass --log FILE") from None
-    try:
-        real = os.path.realpath(f"/proc/self/fd/{fd}")
+    try:  # a pipe or socket links to "pipe:[N]" (not a path); only a path can name a kernel file
+        target = os.readlink(f"/proc/self/fd/{fd}")
+        real = os.path.realpath(target) if target.startswith("/") else ""
     except OSError:
         real = ""
     if _is_kernel_file(real):
@@ -143,20 +144,62 @@ def log_chunks(fd: int, name: str, notes: list[str], *, is_stdin: bool = False) 
                                           block=BLOCK, idle_timeout=idle), name, notes)
 
 
+def _data_extents(fd: int, begin: int, end: int) -> Iterator[tuple[int, int]]:
+    """The ranges of ``[begin, end)`` that hold data: a sparse file's holes (``SEEK_HOLE``) read as
+    NUL bytes, which carry no text, so they are not read. Where the filesystem cannot say, the whole
+    range is data."""
+    seek_data, seek_hole = getattr(os, "SEEK_DATA", None), getattr(os, "SEEK_HOLE", None)
+    if seek_data is None or seek_hole is None:
+        yield begin, end
+        return
+    pos = begin
+    while pos < end:
+        try:
+            a = os.lseek(fd, pos, seek_data)
+            b = os.lseek(fd, a, seek_hole)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # no data after pos
+                return
+            yield pos, end  # the filesystem cannot tell holes: read it all
+            return
+        if a >= end:
+            return
+        yield a, min(b, end)
+        pos = b
+
+
+def _range_chunks(fd: int, name: str, begin: int, end: int, holes: list[int]) -> Iterator[bytes | None]:
+    """The blocks of ``[begin, end)``, holes skipped (each skip a ``None``; their bytes added to
+    ``holes``)."""
+    pos = begin
+    for a, b in _data_extents(fd, begin, end):
+        if a > pos:
+            holes[0] += a - pos
+            yield None
+        os.lseek(fd, a, os.SEEK_SET)
+        yield from iter_chunks(fd, path=name, kind="log", cap=b - a, timeout=None, block=BLOCK)
+        pos = b
+    if end > pos:
+        holes[0] += end - pos
+
+
 def _file_chunks(fd: int, name: str, size: int, notes: list[str]) -> Iterator[bytes | None]:
     start = os.lseek(fd, 0, os.SEEK_CUR)
     size -= start
+    holes = [0]
     if size <= FILE_CAP:
-        yield from iter_chunks(fd, path=name, kind="log", cap=size, timeout=None, block=BLOCK)
-        return
-    head = FILE_CAP - FILE_TAIL
-    yield from iter_chunks(fd, path=name, kind="log", cap=head, timeout=None, block=BLOCK)
-    os.lseek(fd, start + size - FILE_TAIL, os.SEEK_SET)
-    notes.append(f"{name}: {human(size)} is more than the {human(FILE_CAP)} scanned per file; scanned the "
-                 f"first {human(head)} and the last {human(FILE_TAIL)}, skipped bytes {head:,}-"
-                 f"{size - FILE_TAIL:,} (line numbers after the skip count from there)")
-    yield None
-    yield from iter_chunks(fd, path=name, kind="log", cap=FILE_TAIL, timeout=None, block=BLOCK)
+        yield from _range_chunks(fd, name, start, start + size, holes)
+    else:
+        head = FILE_CAP - FILE_TAIL
+        yield from _range_chunks(fd, name, start, start + head, holes)
+        notes.append(f"{name}: {human(size)} is more than the {human(FILE_CAP)} scanned per file; scanned the "
+                     f"first {human(head)} and the last {human(FILE_TAIL)}, skipped bytes {head:,}-"
+                     f"{size - FILE_TAIL:,} (line numbers after the skip count from there)")
+        yield None
+        yield from _range_chunks(fd, name, start + size - FILE_TAIL, start + size, holes)
+    if holes[0]:
+        notes.append(f"{name}: {human(holes[0])} of holes (a sparse file: they read as NUL bytes, no text) "
+                     "were not read (line numbers after a hole count from there)")
 
 
 def _stream_chunks(chunks: Iterator[bytes], name: str, notes: list[str]) -> Iterator[bytes | None]:
