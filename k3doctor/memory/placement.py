@@ -24,6 +24,12 @@ class PlanError(ValueError):
 
 @dataclass
 class Parallel:
+    """The layout the planner places weights for: a launch's parallel sizes and the flags that change
+    what a rank holds, already interpreted. A launch command becomes one only through
+    :meth:`k3doctor.launch.LaunchSpec.placement` (every flag is read there, once); it stays a
+    separate, mutable record because ``plan --search`` varies the layout of one launch (tp, ep, dp,
+    nodes) without a launch command for each candidate."""
+
     engine: str = "sglang"
     tp: int = 1
     ep: int = 1
