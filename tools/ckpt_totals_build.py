@@ -95,7 +95,8 @@ _SIG_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key
              "vocab_size", "num_local_experts", "num_experts", "n_routed_experts", "moe_intermediate_size", "n_layer",
              "d_model", "n_embd", "num_layers", "torch_dtype", "dtype")
 #: not a decoder LLM the engines serve as one (encoder-decoder translation models)
-_NOT_DECODER = ("M2M100ForConditionalGeneration", "T5ForConditionalGeneration", "BartForConditionalGeneration")
+_NOT_DECODER = ("M2M100ForConditionalGeneration", "T5ForConditionalGeneration", "BartForConditionalGeneration",
+                "T5GemmaForConditionalGeneration")
 
 
 def signature(rec: dict) -> str:
