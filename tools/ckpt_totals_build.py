@@ -129,7 +129,8 @@ def tags(rec: dict, names: list[str]) -> list[str]:
     hq = (rec.get("side_files") or {}).get("hf_quant_config.json")
     qc = (rec.get("side_files") or {}).get("quantize_config.json")
     if isinstance(q, dict) and q:
-        m = str(q.get("quant_method") or ("bitsandbytes" if q.get("load_in_4bit") or q.get("load_in_8bit") else "?"))
+        m = str(q.get("quant_method") or ("bitsandbytes" if q.get("load_in_4bit") or q.get("load_in_8bit") else
+                                          "mlx" if "bits" in q and "group_size" in q else "?"))
         out.append("quant:" + m.lower())
     elif hq:
         out.append("quant:modelopt")

@@ -56,7 +56,7 @@ from math import ceil
 from typing import Any, Mapping
 
 __all__ = ["QuantScheme", "parse_quant", "linear_tensors", "with_launch_quantization", "ONLINE_QUANTIZATION",
-           "merge_hf_quant_config"]
+           "merge_hf_quant_config", "merge_quantize_config"]
 
 @dataclass(frozen=True)
 class QuantScheme:
@@ -407,4 +407,19 @@ def merge_hf_quant_config(cfg: Mapping[str, Any], hf_quant: Mapping[str, Any] | 
     out = dict(cfg)
     if hf_quant and isinstance(hf_quant.get("quantization"), Mapping) and not out.get("quantization_config"):
         out["quantization_config"] = {"quant_method": "modelopt", **dict(hf_quant["quantization"])}
+    return out
+
+
+def merge_quantize_config(cfg: Mapping[str, Any], qc: Mapping[str, Any] | None) -> dict[str, Any]:
+    """AutoGPTQ / AutoAWQ checkpoints may keep their settings only in ``quantize_config.json``
+    (``bits``, ``group_size``, ``desc_act``, ``sym`` / AutoAWQ ``w_bit``, ``q_group_size``,
+    ``zero_point``); vLLM's GPTQ/AWQ configs read that file when config.json has none
+    (``get_quant_config``). Without a ``quant_method`` it is GPTQ unless AWQ's keys say otherwise."""
+    out = dict(cfg)
+    if not isinstance(qc, Mapping) or out.get("quantization_config") or not (qc.get("bits") or qc.get("w_bit")):
+        return out
+    q = dict(qc)
+    if not q.get("quant_method"):
+        q["quant_method"] = "awq" if ("w_bit" in q or "q_group_size" in q or q.get("version")) else "gptq"
+    out["quantization_config"] = q
     return out
