@@ -210,6 +210,9 @@ class ModelSpec:
     hc_mult: int = 0
     hash_layers: int = 0
     expert_quant: str = ""   # "mxfp4" (DeepSeek-V4 ``expert_dtype: fp4``) or "" (the config's scheme)
+    #: the checkpoint's floating-point storage (config ``torch_dtype`` / ``dtype``): "BF16", "F16" or
+    #: "F32"; the engines serve a float32 checkpoint in 16 bits (placement halves its F32 tensors)
+    ckpt_dtype: str = "BF16"
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -228,6 +231,10 @@ def _quant(q: QuantScheme) -> tuple[str, tuple[int, int]]:
 
 
 _VISION_GATED_ACTS = ("silu", "swiglu", "swish")
+#: where configs keep the vision tower's own config (transformers ``vision_config``; Qwen-VL
+#: ``visual``; remote-code VLMs ``vision_encoder_config`` / ``siglip_config`` / ``vit_config``)
+_VISION_KEYS = ("vision_config", "visual", "vision_encoder_config", "siglip_config", "vit_config",
+                "vision_tower_config")
 
 
 def vision_param_estimate(top: Mapping[str, Any], text_hidden: int) -> tuple[int, str]:
@@ -236,7 +243,7 @@ def vision_param_estimate(top: Mapping[str, Any], text_hidden: int) -> tuple[int
     and norms; the patch embedding; learned position embeddings when ``image_size`` is given; the
     projector by family: Qwen-VL patch merger (+ DeepStack mergers), Llama-4 adapter + projector,
     Mistral-3 patch merger + 2-layer projector, else a 2-layer MLP)."""
-    v = top.get("vision_config")
+    v = next((top.get(k) for k in _VISION_KEYS if isinstance(top.get(k), Mapping)), None)
     if not isinstance(v, Mapping):
         return 0, ""
 
@@ -249,7 +256,7 @@ def vision_param_estimate(top: Mapping[str, Any], text_hidden: int) -> tuple[int
 
     # Qwen2-VL names the ViT width embed_dim and the merger output hidden_size
     vh = first("embed_dim", "hidden_size", "width", "vt_hidden_size", "hidden_dim")
-    vl = first("num_hidden_layers", "depth", "layers", "vt_num_hidden_layers", "num_layers")
+    vl = first("num_hidden_layers", "depth", "layers", "vt_num_hidden_layers", "num_layers", "n_layers")
     if not vh or not vl:
         return 0, ""
     ratio = v.get("mlp_ratio")
@@ -309,7 +316,7 @@ def _first(cfg: Mapping[str, Any], *keys: str) -> Any:
 def _generic_spec(cfg: Mapping[str, Any], arch: str, mt: str, base: dict[str, Any]) -> ModelSpec:
     """The generic fallback: a decoder from the config's standard fields (see the module doc)."""
     names = {
-        "hidden": ("hidden_size", "d_model", "n_embd", "dim", "model_dim"),
+        "hidden": ("hidden_size", "d_model", "n_embd", "n_embed", "dim", "model_dim"),
         "layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
         "heads": ("num_attention_heads", "n_head", "num_heads", "n_heads"),
         "vocab": ("vocab_size", "padded_vocab_size", "n_vocab"),
@@ -327,7 +334,12 @@ def _generic_spec(cfg: Mapping[str, Any], arch: str, mt: str, base: dict[str, An
     nas = cfg.get("block_configs")
     nas_ok = isinstance(nas, list) and isinstance(got["layers"], (int, float)) and len(nas) == got["layers"] \
         and all(isinstance(b, Mapping) for b in nas)
-    if inter is None and not n_exp and not nas_ok:
+    no_width = inter is None and not n_exp and not nas_ok
+    if no_width and isinstance(got["hidden"], (int, float)) and got["hidden"] > 0:
+        # GPT-2 / BLOOM / Falcon configs leave the MLP width out: their config classes default it to
+        # 4 x hidden (``n_inner`` / ``ffn_hidden_size`` None), a plain 2-matrix MLP
+        inter = 4 * int(got["hidden"])
+    elif no_width:
         missing.append("intermediate_size")
     if missing:
         raise UnknownArchitecture(
@@ -343,6 +355,15 @@ def _generic_spec(cfg: Mapping[str, Any], arch: str, mt: str, base: dict[str, An
              "fields; names and small tensors are assumed (±3% typical)"]
     act = str(cfg.get("hidden_act") or cfg.get("activation_function") or "").lower()
     gated = mt not in _GATED_NO and not (act in ("gelu", "gelu_new", "relu") and mt.startswith(("gpt", "falcon", "starcoder")))
+    if no_width:
+        gated = False
+        notes.append(f"MLP width not in config.json: 4 x hidden = {inter} assumed, plain 2-matrix MLP "
+                     "(the GPT-2 / BLOOM / Falcon config default)")
+    if mt == "qwen":
+        # Qwen(1) configs give the sum of w1 and w2: each is intermediate_size / 2 wide
+        # (vLLM/SGLang qwen.py build QWenMLP with config.intermediate_size // 2)
+        inter = int(inter or 0) // 2
+        notes.append(f"Qwen(1): MLP width intermediate_size / 2 = {inter}")
     if not gated:
         notes.append("plain 2-matrix MLP assumed (no gate projection)")
     moe_layers: tuple[int, ...] = ()
@@ -391,7 +412,7 @@ def _generic_spec(cfg: Mapping[str, Any], arch: str, mt: str, base: dict[str, An
         experts=n_exp, topk=int(_first(cfg, "num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token") or 0),
         moe_intermediate=moe_inter, shared_intermediate=shared, intermediate=dense_inter, first_dense=first_dense,
         moe_layers=moe_layers, mla_layers=tuple(range(L)), latent=latent,
-        attn_bias=bool(_first(cfg, "attention_bias", "qkv_bias", "use_bias", "bias") or False),
+        attn_bias=bool(_first(cfg, "attention_bias", "qkv_bias", "use_bias", "bias") or mt == "qwen" or False),
         qk_norm=bool(cfg.get("use_qk_norm") or cfg.get("qk_layernorm") or mt.startswith("qwen3")),
         gated_mlp=gated, approximate=True, notes=tuple(notes), **hybrid, **base,
     )
@@ -514,17 +535,25 @@ def _spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
         if "quantization_config" not in cfg and top.get("quantization_config"):
             cfg["quantization_config"] = top["quantization_config"]
         return _kimi_k3(cfg, arch, top)
-    if "text_config" in top and "hidden_size" not in top:
-        cfg = dict(top["text_config"])
+    # the language model's own config: transformers ``text_config`` (InternVL ``llm_config``, DeepSeek-VL2 /
+    # OCR ``language_config``), used when the top level lacks the decoder's size (PaliGemma keeps a
+    # ``hidden_size`` at the top for the projector but the layer count only in ``text_config``)
+    sub = next((k for k in ("text_config", "llm_config", "language_config") if isinstance(top.get(k), Mapping)), None)
+    if sub and ("hidden_size" not in top or "num_hidden_layers" not in top):
+        cfg = dict(top[sub])
         cfg.setdefault("quantization_config", top.get("quantization_config"))
+        for k in ("torch_dtype", "dtype"):
+            if k in top and k not in cfg:
+                cfg[k] = top[k]
         mt = str(cfg.get("model_type", mt)).lower()
     qscheme = parse_quant(cfg)
     quant, block = _quant(qscheme)
 
     tie = cfg.get("tie_word_embeddings", top.get("tie_word_embeddings"))
-    if tie is None:  # absent: the config class's default (Gemma ties, the table's families do not)
-        tie = mt.startswith("gemma")
+    if tie is None:  # absent: the config class's default (transformers' PretrainedConfig ties)
+        tie = mt.startswith(_TIED_BY_DEFAULT)
     base: dict[str, Any] = dict(
+        ckpt_dtype=_ckpt_dtype(cfg, top),
         arch=arch,
         tie_embeddings=bool(tie),
         quant=quant,
@@ -543,6 +572,26 @@ def _spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
         spec.notes = tuple(notes)
         spec.approximate = spec.approximate or bool(vis)
     return spec
+
+
+#: model types whose transformers config class leaves ``tie_word_embeddings`` at PretrainedConfig's
+#: default (True) — when config.json omits it the checkpoint has no separate head; the table's
+#: other families (Llama, Qwen, Mistral, Phi-3, GPT-NeoX, ...) override it to False
+_TIED_BY_DEFAULT = ("gemma", "paligemma", "smollm3", "bloom", "gpt2", "cohere")
+
+_FLOAT_DTYPES = {"float32": "F32", "float": "F32", "fp32": "F32", "float16": "F16", "half": "F16", "fp16": "F16",
+                 "bfloat16": "BF16", "bf16": "BF16"}
+
+
+def _ckpt_dtype(cfg: Mapping[str, Any], top: Mapping[str, Any]) -> str:
+    """The checkpoint's floating-point storage from ``torch_dtype`` (``dtype`` in newer
+    transformers), text config first; BF16 when absent."""
+    for c in (cfg, top):
+        for k in ("torch_dtype", "dtype"):
+            v = c.get(k)
+            if isinstance(v, str) and v.lower().replace("torch.", "") in _FLOAT_DTYPES:
+                return _FLOAT_DTYPES[v.lower().replace("torch.", "")]
+    return "BF16"
 
 
 def _need(cfg: Mapping[str, Any], arch: str, keys: tuple[str, ...]) -> None:
