@@ -54,8 +54,9 @@ _FOLD = bytes.maketrans(b"0123456789" + _UPPER, b"0000000000" + _UPPER.lower())
 #: decoding removes the same text, and digit folding does not change what it matches)
 ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 _MAX_SET = 64            # literal alternatives kept per regex piece before it counts as inexact
-CLEAN_CACHE = 16384      # distinct anchor-free line shapes remembered across blocks
+CLEAN_CACHE = 16384      # line shapes remembered across blocks (per generation, per kind)
 CLEAN_LINE = 1024        # longer shapes are not remembered (bounded memory)
+CACHE_BYTES = 2 << 20    # ... nor more than this many bytes of them per generation
 SAMPLE = 256 << 10       # bytes of the first block whose byte frequencies choose the pivots
 
 
@@ -281,6 +282,39 @@ def _trie_regex(items: Sequence[tuple[bytes, bytes]]) -> bytes:
     return emit(trie)
 
 
+class _Recent:
+    """Line shapes remembered across blocks, at most ``2 * cap``, in two generations: when the
+    young one is full it becomes the old one and the old one is dropped, so the shapes seen in the
+    last generation outlive a turnover (a log of unique request ids does not flush the common
+    shapes, as one bounded set cleared when full did)."""
+
+    def __init__(self, cap: int, cap_bytes: int = CACHE_BYTES) -> None:
+        self.cap, self.cap_bytes = cap, cap_bytes
+        self.young: dict[bytes, tuple[bytes, ...]] = {}
+        self.old: dict[bytes, tuple[bytes, ...]] = {}
+        self.young_bytes = 0
+
+    def add(self, items: Iterable[tuple[bytes, tuple[bytes, ...]]]) -> None:
+        for k, v in items:
+            if len(self.young) >= self.cap or self.young_bytes >= self.cap_bytes:
+                self.old, self.young, self.young_bytes = self.young, {}, 0
+            self.young[k] = v
+            self.young_bytes += len(k)
+
+    # (``set.difference(dict)`` walks the set and looks each shape up in the dict: the cost is the
+    # block's shapes, not the cache; ``set -= keys`` or ``set & keys`` would walk the cache)
+    def missing(self, shapes: set[bytes]) -> set[bytes]:
+        """The shapes not remembered."""
+        return shapes.difference(self.young).difference(self.old)
+
+    def present(self, shapes: set[bytes]) -> dict[bytes, tuple[bytes, ...]]:
+        """The remembered shapes among ``shapes``, with their values."""
+        old, young = self.old, self.young
+        out = {k: old[k] for k in shapes.difference(shapes.difference(old))}
+        out.update((k, young[k]) for k in shapes.difference(shapes.difference(young)))
+        return out
+
+
 #: characters whose ``str.lower()`` holds an ASCII letter (KELVIN SIGN -> ``k``, I WITH DOT ABOVE
 #: -> ``i`` + a combining dot): stage 2 lower-cases lines with ``str.lower``, so a line holding one
 #: can match a keyword that its ASCII-folded bytes do not show; such lines are always candidates
@@ -311,10 +345,10 @@ class Prefilter:
         self._confirm_folded = tuple(map(fold, self._confirm))
         #: shapes known to carry an anchor: () for a plain anchor, else the digit anchors whose
         #: folded form they hold (each line of the shape is then checked for one of them)
-        self._known: dict[bytes, tuple[bytes, ...]] = {}
+        self._known = _Recent(CLEAN_CACHE)
         #: the passes for text and for binary blocks, built from the first block of each kind
         self._passes: dict[bool, tuple[list[re.Pattern[bytes]], list[re.Pattern[bytes]]]] = {}
-        self._clean: set[bytes] = set()
+        self._clean = _Recent(CLEAN_CACHE)  # shapes known to carry no anchor
 
     @staticmethod
     def _compile(groups: dict[int, list[tuple[bytes, bytes]]]) -> list[re.Pattern[bytes]]:
@@ -384,8 +418,7 @@ class Prefilter:
         newlines = len(lines) - 1
         if self.every_line:
             return self._spans(lines, range(len(lines) - (not lines[-1]))), newlines
-        new = set(lines)
-        new -= self._clean
+        new = self._clean.missing(set(lines))
         if not new:
             return [], newlines
         if 4 * len(new) > len(lines):  # mostly new shapes: de-duplication does not pay
@@ -394,23 +427,21 @@ class Prefilter:
             spans = self._spans(lines, sorted(hit | digit))
             return [s for s in spans if s[2] not in digit or self._holds(buf[s[0]:s[1]], self._confirm)], newlines
         known = self._known
-        todo = list(new - known.keys())
+        todo = list(known.missing(new))
+        found: dict[bytes, tuple[bytes, ...]] = {}  # shapes of this block found to hit now
         if todo:
             hit_i, digit_i = self._hits(b"\n".join(todo), False, folded)
-            if len(known) + len(hit_i) + len(digit_i) > CLEAN_CACHE:
-                known.clear()
-            known.update((todo[i], ()) for i in hit_i)
-            known.update((todo[i], self._digit_anchors(todo[i])) for i in digit_i)
-            clean = [s for s in todo if s not in known and len(s) <= CLEAN_LINE]
-            if len(self._clean) + len(clean) > CLEAN_CACHE:
-                self._clean.clear()
-            self._clean.update(clean)
-        hits = new & known.keys()
+            found = {todo[i]: () for i in hit_i}
+            found.update((todo[i], self._digit_anchors(todo[i])) for i in digit_i)
+            known.add((k, v) for k, v in found.items() if len(k) <= CLEAN_LINE)
+            self._clean.add((t, ()) for t in todo if t not in found and len(t) <= CLEAN_LINE)
+        hits = known.present(new)
+        hits.update(found)
         if not hits:
             return [], newlines
         # (each line's hash was computed by set() above and is cached by bytes)
         spans = self._spans(lines, compress(count(), map(hits.__contains__, lines)))
-        return [s for s in spans if not known[lines[s[2]]] or self._holds(buf[s[0]:s[1]], known[lines[s[2]]])], \
+        return [s for s in spans if not hits[lines[s[2]]] or self._holds(buf[s[0]:s[1]], hits[lines[s[2]]])], \
             newlines
 
     @staticmethod
