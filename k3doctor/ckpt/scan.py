@@ -6,9 +6,11 @@ per-shard summaries and a capped list of problems, never the full tensor list â€
 check runs from a snapshot.
 
 Performance (the 96-shard, 497,220-tensor Kimi-K3 layout: ~77 MB of headers, a 60 MB index):
-each header and the index are read once and parsed once with the C ``json`` decoder, the index in
-slices (:mod:`.index`) so that its memory is the file plus the map, not the file, its text and the
-map. Everything runs in this process (:mod:`.shard_scan` says why there is no helper process).
+each header and the index are read once; a header is parsed with the C ``json`` decoder unless its
+shape (its bytes with the layer index normalised) already verified clean in this scan
+(:mod:`.memo`), and the index is checked run by run against the shards' names without building its
+map (:func:`.index.verify_runs`), or else parsed in slices (:mod:`.index`). Everything runs in this
+process (:mod:`.shard_scan` says why there is no helper process).
 
 Each parsed header's tensors also leave as raw rows (names, dtypes, byte spans) through the
 ``rows`` sink, when one is given (:class:`.shard_scan.TensorRows`); its :meth:`finish` gives

@@ -1,7 +1,8 @@
 """Header parsing of every shard, in this process, and the raw tensor rows for whoever folds them.
 
-Each shard header is read once and parsed once with the C ``json`` decoder (:func:`.header.read_header`),
-validated, and its quantised pairs checked. Its tensors leave as raw rows (names, dtypes, byte spans in
+Each shard header is read once (:func:`.header.header_bytes`); it is parsed with the C ``json`` decoder
+(:func:`.header.parse_header`), validated and its quantised pairs checked, unless the header memo
+(:mod:`.memo`) has verified the same shape with another layer index in this scan. Its tensors leave as raw rows (names, dtypes, byte spans in
 header order) through a :class:`TensorRows` sink, if the caller gives one: the memory planner's fold
 (:class:`k3doctor.memory.fold.HeaderFold`) is one, so ``ckpt/`` knows nothing about it.
 

@@ -15,18 +15,26 @@ examined) instead of skipping lines. ``tests/test_explain_prefilter.py`` checks 
 the same result with and without the prefilter on every example and corpus row.
 
 Speed. CPython has no multi-literal search: ``re`` runs a flat alternation of ~1000 literals at
-microseconds per byte, and one ``bytes.find`` per anchor is ~1000 passes. Two things make it cheap:
+microseconds per byte, and one ``bytes.find`` per anchor is ~1000 passes. What makes it cheap:
 
 * An engine log is mostly the same few line *shapes* with different numbers. A block is folded
-  (digits to ``0``, capitals to small letters, by ``bytes.translate``, offsets unchanged), split into lines and de-duplicated
-  with ``set``; shapes already known to carry no anchor are dropped (a bounded cache across
-  blocks), and only the new distinct shapes are searched. The lines whose shape hit are then
-  located in the block. When most shapes are new (request ids, random bytes), the folded block is
-  searched directly instead.
+  (digits to ``0``, capitals to small letters, by ``bytes.translate``, offsets unchanged), split
+  into lines and de-duplicated with ``set``; shapes already known to carry no anchor, or known to
+  carry one, are looked up in a cache kept across blocks in two generations (:class:`_Recent`:
+  unique request ids cannot flush the common shapes), and only the new distinct shapes are
+  searched. The lines whose shape hit are then located in the block. When most shapes are new
+  (random bytes), the folded block is searched directly instead.
 * The search is one ``re`` pass per *pivot* byte, so every pass keeps ``re``'s literal-first-byte
-  fast path: each anchor is filed under one of its bytes, chosen so that few and rare bytes cover
-  all anchors (:func:`_pivoted`); the bytes after the pivot form a prefix-factored alternation and
-  a look-behind checks the whole anchor, so a pass finds exactly the anchors.
+  fast path (``memchr``): each anchor is filed under one of its bytes, chosen by a weighted cover
+  against the byte frequencies of the log's own first block (:func:`_pivoted`); the bytes after
+  the pivot form a prefix-factored alternation and a look-behind checks the whole anchor, so a
+  pass finds exactly the anchors.
+* Folding digits weakens an anchor that holds one (``c1083`` becomes ``c0000``, which a random
+  hex id carries one line in ten), so those anchors have passes of their own, and a line whose
+  shape holds only such a folded anchor is a candidate only when its own text (digits kept)
+  holds the anchor: exact, at a few ``in`` tests per such line.
+* A line holding KELVIN SIGN or I WITH DOT ABOVE is always a candidate: ``str.lower`` turns
+  them into ASCII letters in stage 2, which the byte fold cannot see (:data:`LOWER_TO_ASCII`).
 
 ANSI colour is removed before the search, as stage 2 removes it before matching keywords.
 """
