@@ -422,6 +422,15 @@ def test_index_duplicate_key_and_missing(tmp_path: Path, mini_k3: Path, monkeypa
     same_both_ways(d, monkeypatch)
 
 
+def test_memo_bytes_are_bounded(mini_k3: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MEMO_BYTES of kept headers no new shape is memoised: every shard takes the full path."""
+    import k3doctor.ckpt.memo as memo
+
+    monkeypatch.setattr(memo, "MEMO_BYTES", 1000)
+    seen = same_both_ways(mini_k3, monkeypatch)
+    assert not seen.derived
+
+
 def test_memo_is_per_scan() -> None:
     """A memo never outlives its scan (a shape verified in one directory says nothing of another)."""
     assert HeaderMemo().shapes == {}

@@ -45,6 +45,9 @@ _TOKEN_STR = re.compile(r"\.layers\.\d+\.")
 #: the token is looked for in the first bytes of a header (its first name)
 _WINDOW = 4096
 _JSON_WS = b" \t\n\r"
+#: normalised header bytes one scan keeps at most (Kimi-K3: 6 shapes, ~4 MB); a checkpoint of
+#: many distinct shapes gets no more templates past it, and its shards take the full path
+MEMO_BYTES = 32 << 20
 
 
 def layer_token(raw: bytes) -> bytes | None:
@@ -122,9 +125,11 @@ class HeaderMemo:
     """The memo of one scan: normalised header bytes -> :class:`Shape` (looked up by length, then
     compared with ``bytes.startswith``: a memcmp, no hashing of the ~800 KB keys)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int | None = None) -> None:
         self.shapes: dict[int, list[tuple[bytes, Shape]]] = {}
         self.hits = 0
+        #: bytes of normalised headers it may still keep (:data:`MEMO_BYTES`)
+        self.room = MEMO_BYTES if max_bytes is None else max_bytes
 
     @staticmethod
     def key(raw: bytes) -> tuple[bytes, bytes, int] | None:
@@ -167,8 +172,8 @@ class HeaderMemo:
         exactly (see the module docstring); otherwise leave the memo as it is. ``tokens``: how
         often the token is in the header bytes (0 when they hold a backslash)."""
         tok, norm, n = key
-        if self._find(key) is not None or not clean or not names or res.dtypes is None or res.spans is None \
-                or len(res.spans) != len(names) or tokens != len(names):
+        if n > self.room or self._find(key) is not None or not clean or not names or res.dtypes is None \
+                or res.spans is None or len(res.spans) != len(names) or tokens != len(names):
             return
         m = _TOKEN_STR.search(names[0])
         if m is None or m.group().encode("ascii") != tok:
@@ -181,3 +186,4 @@ class HeaderMemo:
         shape = Shape(file, tok, prefix, names, buffer_len, res.tensors, res.data_bytes, dict(res.dtype_bytes),
                       res.dtypes, res.spans, qstats)
         self.shapes.setdefault(n, []).append((norm[:n], shape))
+        self.room -= n
