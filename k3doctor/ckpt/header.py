@@ -23,6 +23,8 @@ from itertools import chain, compress, repeat
 from operator import eq, itemgetter, mul, sub
 from typing import Any, Iterator
 
+from ..dtypes import DTYPE_BITS
+
 __all__ = ["MAX_HEADER_SIZE", "LARGE_HEADER", "iter_entry_batches", "BatchValidator", "DTYPE_BITS", "HeaderResult", "read_header", "parse_header", "header_bytes", "open_readonly", "problem"]
 
 MAX_HEADER_SIZE = 100_000_000
@@ -30,13 +32,6 @@ MAX_HEADER_SIZE = 100_000_000
 #: batches of entries, so a 99 MB header of tiny tensors costs about its own size in memory
 LARGE_HEADER = 16 << 20
 _BATCH_ENTRIES = 1 << 15
-
-#: safetensors dtype -> bits per element (``F4``/``F6_*``/``F8_E8M0`` since safetensors 0.6)
-DTYPE_BITS: dict[str, int] = {
-    "BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8,
-    "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
-    "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64,
-}
 
 _U64 = struct.Struct("<Q")
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)

@@ -11,17 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+from ..dtypes import DTYPE_BYTES
 from .quantscheme import QuantScheme, linear_tensors
 from .spec import ModelSpec
 
 __all__ = ["Tensor", "DTYPE_BYTES", "synthesise", "tensor_nbytes"]
-
-DTYPE_BYTES: dict[str, float] = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "F8_E4M3FNUZ": 1, "F8_E5M2FNUZ": 1,
-    "I16": 2, "U16": 2, "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
-    "C64": 8, "F4": 0.5, "F6_E2M3": 0.75, "F6_E3M2": 0.75,
-}
-
 
 @dataclass(frozen=True, slots=True)
 class Tensor:
