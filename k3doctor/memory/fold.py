@@ -11,6 +11,7 @@ This module imports nothing heavier than ``re`` and ``json``, so the CKPT path s
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -204,7 +205,10 @@ class HeaderFold:
     shard's raw rows as they come, keeps the tensor bytes of each shard that gave rows and the
     shards that could not, and makes the ``inventory`` document (:meth:`finish`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, model_dir: str | os.PathLike[str] | None = None) -> None:
+        #: the checkpoint directory: its quantisation side files (``hf_quant_config.json``,
+        #: ``quantize_config.json``) complete config.json in the inventory, as the engines read them
+        self.model_dir = model_dir
         self.acc: Folded = {}
         self.shard_bytes: dict[str, int] = {}
         self.errors: list[dict[str, Any]] = []
@@ -258,4 +262,8 @@ class HeaderFold:
         plan from (no shard and no config.json)."""
         if not (self.shard_bytes or self.errors or config is not None):
             return None
+        if self.model_dir is not None and isinstance(config, dict):
+            from .inventory import with_side_files
+
+            config = with_side_files(config, self.model_dir)
         return inventory_fact(self.acc, self.shard_bytes, config, self.errors)
