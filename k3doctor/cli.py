@@ -59,6 +59,10 @@ class _Main(LazyGroup):
     """The top-level group. A usage error quotes what the user typed (an option, a value, a path),
     and that text may carry terminal escapes: the message is sanitised before click prints it."""
 
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        _tolerant_streams()
+        return super().main(*args, **kwargs)
+
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
         try:
@@ -79,6 +83,19 @@ class _Main(LazyGroup):
             super().format_commands(ctx, formatter)
         finally:
             _HELP_LISTING = False
+
+
+def _tolerant_streams() -> None:
+    """stdout/stderr keep their encoding but write what it cannot encode as ``\\uXXXX``: under
+    ``PYTHONIOENCODING=ascii`` or a Latin-1 terminal, a report's "—" or "×" must not end the run
+    with a UnicodeEncodeError."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # a detached or closed stream: leave it
+                pass
 
 
 def _safe(exc: click.ClickException) -> click.ClickException:

@@ -149,8 +149,10 @@ def _validate(table: Mapping[str, Any], where: str, base: Path) -> tuple[dict[st
                 raise ConfigError(bad + "true or false")
             values[key] = value
         elif kind == "int":
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ConfigError(bad + "a positive integer")
+            from .targets import MAX_GPUS_PER_NODE
+
+            if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_GPUS_PER_NODE:
+                raise ConfigError(bad + f"an integer from 1 to {MAX_GPUS_PER_NODE}")
             values[key] = value
         elif key == "severity":
             if not isinstance(value, dict):

@@ -30,18 +30,18 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["derive_gpu_spec", "derive_inventory", "derive_plan", "derive_measured", "derive_driver_cuda", "model_ref"]
 
 
-def _usable(launch: Mapping[str, Any]) -> None:
-    bad = [str(x) for x in launch.get("invalid") or []]
+def _usable(launch: LaunchSpec) -> None:
+    bad = list(launch.invalid)
     if bad:
         raise Skip(f"the launch command has invalid values ({', '.join(dict.fromkeys(bad))}; see CMD001): "
                    "fix them first; a projection from defaults would describe a run the engine never starts")
 
 
-def model_ref(launch: Mapping[str, Any], options: Mapping[str, Any], model: Mapping[str, Any] | None) -> str | None:
+def model_ref(launch: LaunchSpec, options: Mapping[str, Any], model: Mapping[str, Any] | None) -> str | None:
     """The model to plan: ``--model DIR``, else the directory the ``model`` fact scanned, else the
     launch command's model (a local path or a hub id)."""
     m = model or {}
-    ref = options.get("model_dir") or m.get("path") or m.get("model_dir") or m.get("dir") or launch.get("model")
+    ref = options.get("model_dir") or m.get("path") or m.get("model_dir") or m.get("dir") or launch.model
     return str(ref) if ref else None
 
 
@@ -62,7 +62,7 @@ def derive_gpu_spec(launch: LaunchSpec, gpu: GpuFact) -> "GpuSpec":
                    str(gpu.get("source") or "nvml"), devices[0].cc, max(reserved) if reserved else None)
 
 
-def derive_inventory(launch: Mapping[str, Any], options: Mapping[str, Any],
+def derive_inventory(launch: LaunchSpec, options: Mapping[str, Any],
                      model: Mapping[str, Any] | None = None) -> "Inventory":
     """The inventory the plan folds: the ``model`` fact's own (recorded by the checkpoint scan,
     also from a snapshot) when it describes the model to plan, else :func:`load_inventory` of it;
@@ -81,21 +81,21 @@ def derive_inventory(launch: Mapping[str, Any], options: Mapping[str, Any],
         raise Skip(str(exc)) from None
 
 
-def derive_plan(launch: Mapping[str, Any], gpu_spec: "GpuSpec", inventory: "Inventory", gpu: Mapping[str, Any],
+def derive_plan(launch: LaunchSpec, gpu_spec: "GpuSpec", inventory: "Inventory", gpu: Mapping[str, Any],
                 options: Mapping[str, Any], packages: Mapping[str, Any] | None = None,
                 model: Mapping[str, Any] | None = None) -> "Plan":
     """The per-rank memory plan of this launch on these GPUs (``Skip`` when it cannot be made)."""
-    from .memory.plan import PlanError, compute_plan, parallel_from_launch
+    from .memory.plan import PlanError, compute_plan
 
-    vllm_version = (packages or {}).get("vllm") or None if launch.get("engine") == "vllm" else None
-    par = parallel_from_launch(launch, concurrency=options.get("concurrency"))
+    vllm_version = (packages or {}).get("vllm") or None if launch.engine == "vllm" else None
+    par = launch.placement(concurrency=options.get("concurrency"))
     # GPUs per node: the option, else the devices of this node / target profile (the launch
     # fact's own figure is world/nnodes, which says nothing when --nnodes is absent)
     par.gpus_per_node = int(options.get("gpus_per_node") or len(gpu.get("devices") or ()))
-    if "--nnodes" not in (launch.get("flags") or {}) and par.gpus_per_node:
+    if "--nnodes" not in launch.flags and par.gpus_per_node:
         par.nnodes = max(par.nnodes, -(-par.world // par.gpus_per_node))  # vLLM/Ray runs carry no --nnodes
     try:
-        return compute_plan(inventory, par, gpu_spec, model_name=str(launch.get("model") or model_ref(launch, options, model)),
+        return compute_plan(inventory, par, gpu_spec, model_name=str(launch.model or model_ref(launch, options, model)),
                             vllm_version=vllm_version)
     except PlanError as exc:
         raise Skip(f"impossible plan: {exc}") from None

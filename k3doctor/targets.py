@@ -12,7 +12,11 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Target", "TARGETS", "get_target", "gpu_fact_for_target", "TargetError"]
+__all__ = ["Target", "TARGETS", "get_target", "gpu_fact_for_target", "TargetError", "MAX_GPUS_PER_NODE"]
+
+#: the most GPUs one node may be given (--gpus, `gpus` in a config file): more than any real node, few
+#: enough that a static gpu fact of that many devices is cheap
+MAX_GPUS_PER_NODE = 1024
 
 from .units import MiB as MIB, NVML_IDLE_RESERVE
 
@@ -100,6 +104,8 @@ def get_target(name: str) -> Target:
 def gpu_fact_for_target(target: Target, count: int | None = None) -> dict[str, Any]:
     """A ``gpu`` fact describing ``count`` idle GPUs of this model (static mode)."""
     n = target.gpus_per_node if count is None else count
+    if not 1 <= n <= MAX_GPUS_PER_NODE:
+        raise TargetError(f"{n} GPUs per node: expected 1 to {MAX_GPUS_PER_NODE}")
     reserved = NVML_IDLE_RESERVE
     devices = []
     for i in range(n):

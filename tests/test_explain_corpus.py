@@ -97,10 +97,11 @@ def test_top1_on_the_heldout_split(prefilter):
     """A regression gate just under the published figure (docs/validation.md); the KB is never
     written from these rows, and the misses are reported by count only. 0.79 became 0.78 when the
     soft-line rule (benign alarms on the held-out benign lines 7 -> 1) cost one held-out row
-    (311 -> 310 of 393); log mode now gives exactly the text-mode answer (was gated at 0.74)."""
+    (311 -> 310 of 393); log mode now gives exactly the text-mode answer (was gated at 0.74).
+    Round 7 added 44 held-out rows (341/437 before its rule changes, 344/437 after): 0.784."""
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.78, len(misses)
+    assert acc >= 0.784, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:

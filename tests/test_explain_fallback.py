@@ -110,6 +110,36 @@ def test_lines_at_a_non_error_level_are_not_errors(text):
     assert not [m for m in matches(text, True) if not m.benign]
 
 
+def test_a_level_word_in_prose_does_not_make_an_error_a_notice():
+    # "debug info" / "the trace" are words, not log levels: only a capitalised level counts mid-line
+    line = ("[rank0]:[E ProcessGroupNCCL.cpp:1316] [PG 0 Rank 0] Frobnicator monitor timed out! "
+            "Process will be terminated after dumping debug info.")
+    assert SCANNER.fallback is not None and SCANNER.fallback.is_error_line(line)
+    assert not SCANNER.fallback.is_error_line("2026-01-01 10:00:00 DEBUG frobnicate failed once")
+
+
+@pytest.mark.parametrize(("line", "category"), [
+    # the path is what the error is about: its words count
+    ("OSError: frobnication failed for '/home/u/.cache/frob/ninja-build/kernel.tmp'", "jit-cache"),
+    # the path only says where it was raised: its words do not
+    ("RuntimeError: frobnicate failed at /src/misc/socket.cc:518", "other"),
+    ("RuntimeError: frobnicate failed in /opt/nccl/transport/socket.cpp", "other"),
+])
+def test_source_paths_do_not_vote_but_operand_paths_do(line, category):
+    m = matches(line)[0]
+    assert m.confidence == "low" and m.sig.category == category, (m.sig.id, m.verdict)
+
+
+@pytest.mark.parametrize("line", [
+    "torch._frob.exc.InvalidFrobnicator: No working frobnicator found",
+    "CUBLAS_STATUS_NOT_SUPPORTED when calling cublasFrobnicate",
+    "The frob page size of the layer is not divisible by the maximum page size",
+    "Unexpected key(s) in state_dict: \"frob.weight\"",
+])
+def test_failures_without_an_error_word_are_error_lines(line):
+    assert SCANNER.fallback is not None and SCANNER.fallback.is_error_line(line)
+
+
 # log formats whose level the fallback must read (round 7b): the same line at an error level stays
 # an error line, so the level, not the wording, decides
 _LEVELLED = [

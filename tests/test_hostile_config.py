@@ -132,3 +132,20 @@ def test_a_snapshot_above_its_cap_is_refused_before_parsing(tmp_path: Path) -> N
         fh.write("]}}}")
     res = CliRunner().invoke(main, ["check", "--snapshot", str(big)])
     assert res.exit_code == 2 and "Traceback" not in res.output and str(big) in res.output
+
+
+@pytest.mark.parametrize("gpus", ["0", "-3", "100000000", "true"])
+def test_gpus_in_a_config_file_is_bounded(tmp_path: Path, gpus: str) -> None:
+    """`gpus = 100000000` in k3doctor.toml built that many devices (> 60 s, 9 GB); it is a usage error."""
+    cfg = tmp_path / "k3doctor.toml"
+    cfg.write_text(f'target = "h200"\ngpus = {gpus}\n')
+    r = CliRunner().invoke(main, ["check", "--config", str(cfg)])
+    assert r.exit_code == 2 and "gpus" in r.output and "1 to 1024" in r.output, r.output
+
+
+def test_the_target_fact_refuses_an_impossible_node_size() -> None:
+    from k3doctor.targets import TargetError, get_target, gpu_fact_for_target
+
+    assert len(gpu_fact_for_target(get_target("h200"), 1024)["devices"]) == 1024
+    with pytest.raises(TargetError):
+        gpu_fact_for_target(get_target("h200"), 10**8)

@@ -69,3 +69,23 @@ def test_shell_comments_carry_no_control_bytes() -> None:
 
     assert _controls(comment_line(f"note {EVIL}\nsecond")) == []
     assert comment_line("a\nb") == "# a\n# b"
+
+
+@pytest.mark.parametrize("args", [["plan", "--target", "h200", "--model", "moonshotai/Kimi-K3", "--tp", "16"],
+                                  ["check", "--target", "h200", "--", "sglang", "serve", "--model-path",
+                                   "moonshotai/Kimi-K3", "--tp", "8"],
+                                  ["demo"], ["explain", "torch-cuda-oom"]])
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_an_output_encoding_without_unicode_is_not_a_crash(args: list[str], encoding: str) -> None:
+    """PYTHONIOENCODING=ascii (or a Latin-1 terminal): "—", "×" and the chart's blocks are written
+    escaped, never a UnicodeEncodeError traceback."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONIOENCODING=encoding, PYTHONPATH=str(root))
+    p = subprocess.run([sys.executable, "-m", "k3doctor", *args], capture_output=True, env=env, timeout=120)
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    assert b"Traceback" not in p.stderr and p.stdout.strip(), p.stderr[-2000:]

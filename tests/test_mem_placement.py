@@ -107,3 +107,29 @@ def test_gpt_oss_vllm_pads_mxfp4_intermediate():
     v = stage_weights(inv, Parallel("vllm"), 0)["experts"]
     s = stage_weights(inv, Parallel("sglang"), 0)["experts"]
     assert v / s == pytest.approx(3072 / 2880)
+
+
+def test_sglang_moe_dense_tp_size_1_replicates_dense_layers_only():
+    inv = load_inventory("deepseek-v3")
+    plain = stage_weights(inv, Parallel("sglang", tp=8, ep=8, dp=8, dp_attention=True), 0)
+    dense1 = stage_weights(inv, Parallel("sglang", tp=8, ep=8, dp=8, dp_attention=True, moe_dense_tp_size=1), 0)
+    assert dense1["dense_mlp"] == pytest.approx(8 * plain["dense_mlp"])  # first_k_dense_replace layers
+    assert dense1["experts"] == plain["experts"] and dense1["attention"] == plain["attention"]
+
+
+def test_sglang_dp_lm_head_splits_the_head_over_attention_tp_only():
+    inv = load_inventory("deepseek-v3")
+    plain = stage_weights(inv, Parallel("sglang", tp=8, dp=4, dp_attention=True), 0)
+    dp_head = stage_weights(inv, Parallel("sglang", tp=8, dp=4, dp_attention=True, dp_lm_head=True), 0)
+    assert plain["lm_head"] == pytest.approx(129280 * 7168 * 2 / 8)  # vocab-parallel over the whole TP
+    assert dp_head["lm_head"] == pytest.approx(4 * plain["lm_head"])  # attention-TP 2
+
+
+def test_sglang_shared_experts_fusion_moves_the_shared_expert_into_the_routed_moe():
+    inv = load_inventory("deepseek-v3")
+    fused = stage_weights(inv, Parallel("sglang", tp=8), 0)
+    apart = stage_weights(inv, Parallel("sglang", tp=8, shared_experts_fusion=False), 0)
+    assert "shared_experts" not in fused and apart["shared_experts"] > 0
+    assert fused["experts"] == pytest.approx(apart["experts"] + apart["shared_experts"])
+    ep = stage_weights(inv, Parallel("sglang", tp=8, ep=8), 0)  # not under expert parallelism
+    assert ep["shared_experts"] == pytest.approx(apart["shared_experts"])

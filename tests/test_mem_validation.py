@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from k3doctor.memory.validate import SPLITS, evaluate, load_receipts, split_summaries, summary
@@ -23,15 +24,36 @@ def test_receipts_accuracy():
     assert s["max_abs_error_pct"] <= 8.0
     for g, d in s["groups"].items():
         assert d["unanswered"] == 0 and d["max_abs_error_pct"] <= 8.0, (g, d)
-        # the issue asks 1.5% per group; fallback architectures are at 1.7% (dev) / 2.7% (held out),
-        # DP attention (one receipt) at 2.2% (docs/validation.md)
-        assert d["median_abs_error_pct"] <= 3.0, (g, d)
+        assert d["median_abs_error_pct"] <= 1.5, (g, d)
+    for sp, ss in split_summaries(rows).items():  # the bars per split and per group as well
+        assert ss["unanswered"] == 0 and ss["median_abs_error_pct"] <= 1.5 and ss["max_abs_error_pct"] <= 8.0, (sp, ss)
+        for g, d in ss["groups"].items():
+            assert d["unanswered"] == 0 and d["median_abs_error_pct"] <= 1.5, (sp, g, d)
     assert len(s["quantized_formats"]) >= 5
     assert s["groups"]["pp"]["n"] >= 4 and s["groups"]["multimodal"]["n"] >= 3
+    # "fallback-arch" = outside the family table when collected; DeepSeek-V4 became a table family
+    # in round 8 (docs/validation.md) and keeps its tag so the group stays comparable
     fallback = [r for r in rows if "fallback-arch" in r["groups"]]
-    assert len(fallback) >= 3 and all(r["family"] == "generic" for r in fallback), fallback
+    assert all(r["family"] in ("generic", "deepseek_v4") for r in fallback), fallback
+    assert sum(r["family"] == "generic" for r in fallback) >= 8
     seed = next(x for x in rows if x["id"].startswith("seed-k3"))
     assert abs(seed["error_pct"]) <= 3.0
+
+
+def test_structural_groups_follow_the_launch():
+    """A receipt whose launch runs DP attention is in the ``dp-attention`` group and one with
+    pipeline stages in ``pp``: the group medians cannot lose a receipt to a forgotten tag."""
+    from k3doctor.launch import parse_launch
+    from k3doctor.memory.validate import _argv
+
+    for r in load_receipts():
+        argv = _argv(r["launch"])
+        if not argv or argv[0] == "xinference":
+            continue
+        launch = parse_launch(argv).to_dict()
+        groups = set(r["groups"])
+        assert bool(launch.get("enable_dp_attention")) == ("dp-attention" in groups), r["id"]
+        assert (int(launch.get("pp") or 1) > 1) == ("pp" in groups), r["id"]
 
 
 def test_vllm_kv_receipts_signed_availability():
@@ -66,8 +88,10 @@ HELDOUT_IDS = frozenset({
     "heldout-vllm-rocm-gemma-3-27b-it-bf16-tp1", "heldout-vllm-rtxpro6000-minimax-m2.5-fp8-tp4",
     "heldout-vllm-thor-gemma-4-26b-a4b-it-bf16-tp1", "heldout-vllm-a100-gemma-4-26b-a4b-bf16-tp1",
     "heldout-vllm-a100-gpt-oss-20b-mxfp4-tp1",
+    # round 8 (2026-12-05): split by sha256(id)[:8] < 0x55555555, fixed before scoring
+    "vllm-gb10-qwen3.6-27b-nvfp4-tp1", "vllm-sm120-deepseek-v4-flash-tp2-mtp",
 })
-HELDOUT_DIGEST = "d4766c229839480b22acb8174ff8678685d1afb7d59357bef3ed3b6647b81e5b"
+HELDOUT_DIGEST = "8366d5ed42d9f8613970053c41e9bbc24516db4a75be5af85fa5e01d927b0b46"
 
 
 def _heldout_digest(recs: list[dict]) -> str:
@@ -85,9 +109,29 @@ def test_heldout_split_is_fixed_at_collection():
     assert {r.get("split") for r in recs} <= set(SPLITS), {r["id"]: r.get("split") for r in recs}
     assert {r["id"] for r in recs if r["split"] == "heldout"} == HELDOUT_IDS
     assert _heldout_digest(recs) == HELDOUT_DIGEST
-    first = json.loads((Path(__file__).resolve().parents[1] / "fixtures/receipts/scores/heldout-first-score.json").read_text())
-    assert {row["id"] for row in first["rows"]} == HELDOUT_IDS
-    assert all(row["error_pct"] is not None for row in first["rows"])
+    scores = Path(__file__).resolve().parents[1] / "fixtures/receipts/scores"
+    first = json.loads((scores / "heldout-first-score.json").read_text())["rows"]
+    later = [row for f in sorted(scores.glob("round*-first-score.json"))
+             for row in json.loads(f.read_text())["rows"]]
+    assert {row["id"] for row in first} | {row["id"] for row in later if row["split"] == "heldout"} == HELDOUT_IDS
+    assert all(row["error_pct"] is not None for row in first + later)
+
+
+def test_new_receipt_split_follows_the_fixed_rule():
+    """Receipts collected from round 8 on are held out exactly when sha256(id)[:8] < 0x55555555
+    (about one third), a rule fixed before they were scored (docs/validation.md), and each was
+    scored before any rule change (scores/roundN-first-score.json)."""
+    recs = [r for r in load_receipts() if re.match(r"round (\d+)", str(r.get("collected", "")))
+            and int(re.match(r"round (\d+)", r["collected"]).group(1)) >= 8]
+    assert len(recs) >= 8
+    scores = Path(__file__).resolve().parents[1] / "fixtures/receipts/scores"
+    for r in recs:
+        held = int(hashlib.sha256(r["id"].encode()).hexdigest()[:8], 16) < 0x55555555
+        assert r["split"] == ("heldout" if held else "dev"), r["id"]
+        # each round's pre-use score (projection before any rule change) is on file
+        n = re.match(r"round (\d+)", r["collected"]).group(1)
+        first = json.loads((scores / f"round{n}-first-score.json").read_text())["rows"]
+        assert [row["split"] for row in first if row["id"] == r["id"]] == [r["split"]], r["id"]
 
 
 def test_heldout_receipts_meet_the_hidden_set_bar():

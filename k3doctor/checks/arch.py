@@ -76,9 +76,9 @@ class ARCH001(Check):
                 yield self._finding(rule, match, violation, launch, gpu, tp)
 
     def _finding(
-        self, rule: Rule, m: Match, v: Violation, launch: Mapping[str, Any], gpu: Mapping[str, Any], tp: int
+        self, rule: Rule, m: Match, v: Violation, launch: LaunchSpec, gpu: Mapping[str, Any], tp: int
     ) -> Finding:
-        engine = str(launch.get("engine") or rule.engine)
+        engine = (launch.engine or rule.engine)
         item = f"`{m.where}={m.value}`" if m.via == "env" else f"`{m.where} {m.value}`"
         evidence: dict[str, Any] = {
             "rule": rule.id,
@@ -174,8 +174,8 @@ class ARCH002(Check):
         reason = mxfp4_reason(launch, info)
         if reason is None:
             return
-        engine = str(launch.get("engine") or "") if launch else ""
-        backend = launch.get("moe_runner_backend") if launch else None
+        engine = launch.engine if launch else ""
+        backend = launch.moe_runner_backend if launch else None
         if str(backend or "").lower() == "marlin":
             how = f"Marlin (`{'--moe-backend' if engine == 'vllm' else '--moe-runner-backend'} marlin`, as launched)"
             fix_flag = "--moe-backend marlin" if engine == "vllm" else "--moe-runner-backend marlin"
@@ -244,10 +244,10 @@ class ARCH003(Check):
 
     def run(self, launch: LaunchSpec, gpu: GpuFact | None = None,
             packages: PackagesFact | None = None, model: ModelFact | None = None) -> Iterator[Finding]:
-        if launch.get("engine") != "vllm":
+        if launch.engine != "vllm":
             return
         pp = _int(launch, "pp")
-        if pp <= 1 or launch.get("enforce_eager") or (launch.get("flags") or {}).get("--enforce-eager"):
+        if pp <= 1 or launch.enforce_eager or launch.flags.get("--enforce-eager"):
             return
         info = _model(launch, model)
         if info.family != "kimi-k3":
@@ -332,7 +332,7 @@ class ARCH004(Check):
     def run(self, gpu: GpuFact, launch: LaunchSpec | None = None,
             env: Mapping[str, Any] | None = None, packages: PackagesFact | None = None) -> Iterator[Finding]:
         if launch:
-            env = launch.get("env")
+            env = launch.env
         if env is None:
             raise self.skip("no launch command or environment to read NCCL_MNNVL_ENABLE from")
         value = env.get("NCCL_MNNVL_ENABLE")

@@ -48,14 +48,14 @@ class ARCH005(Check):
 
     def run(self, launch: LaunchSpec, gpu: GpuFact | None = None,
             model: ModelFact | None = None) -> Iterator[Finding]:
-        engine = str(launch.get("engine") or "")
+        engine = launch.engine
         info = _model(launch, model)
         yield from self._heads(launch, engine, info)
         yield from self._experts(launch, engine, info)
         yield from self._tp_ep_dp(launch, engine)
         yield from self._world(launch, engine, gpu)
 
-    def _heads(self, launch: Mapping[str, Any], engine: str, info: ModelInfo) -> Iterator[Finding]:
+    def _heads(self, launch: LaunchSpec, engine: str, info: ModelInfo) -> Iterator[Finding]:
         heads = info.heads
         if not heads:
             return
@@ -70,20 +70,20 @@ class ARCH005(Check):
                    "fails the head-split assertion while the attention layers are built")
         if engine == "vllm":
             fix = f"use --tensor-parallel-size in {valid} ({heads} heads)"
-        elif launch.get("enable_dp_attention"):
+        elif launch.enable_dp_attention:
             fix = f"choose --tp-size / --dp-size so that TP/DP is in {valid}"
         else:
             fix = f"use --tp-size in {valid} ({heads} heads)"
         yield self._indivisible(info, engine, ("heads", heads, "attention heads"),
                                 ("attention_tp", attn_tp, "attention-TP"), said, fix)
 
-    def _experts(self, launch: Mapping[str, Any], engine: str, info: ModelInfo) -> Iterator[Finding]:
+    def _experts(self, launch: LaunchSpec, engine: str, info: ModelInfo) -> Iterator[Finding]:
         experts = info.experts
         ep = _int(launch, "ep")
         if not experts or ep <= 1 or experts % ep == 0:
             return
         valid = _divisors(experts, max(LaunchSpec.of(launch).world_size, ep))
-        mega = str(launch.get("moe_runner_backend") or "") == "deep_gemm_mega_moe"
+        mega = (launch.moe_runner_backend or "") == "deep_gemm_mega_moe"
         if engine == "vllm" and not (mega and info.family == "kimi-k3"):
             return  # vLLM's FusedMoE spreads the remainder; only K3 MegaMoE asserts
         said = _engine_says(
@@ -108,7 +108,7 @@ class ARCH005(Check):
             fix=fix,
         )
 
-    def _tp_ep_dp(self, launch: Mapping[str, Any], engine: str) -> Iterator[Finding]:
+    def _tp_ep_dp(self, launch: LaunchSpec, engine: str) -> Iterator[Finding]:
         if engine != "sglang":
             return
         tp, ep, dp = _int(launch, "tp"), _int(launch, "ep"), _int(launch, "dp")
@@ -120,7 +120,7 @@ class ARCH005(Check):
                 evidence={"engine": engine, "tp": tp, "ep": ep},
                 fix=f"use --ep-size in {[d for d in _POW2 if d <= tp and tp % d == 0]} (usually --ep-size {tp})",
             )
-        if launch.get("enable_dp_attention") and (dp > tp or tp % dp):
+        if launch.enable_dp_attention and (dp > tp or tp % dp):
             yield self.finding(
                 f"--enable-dp-attention with --dp-size {dp} and --tp-size {tp}: the attention-TP size tp_size / "
                 f"dp_size is not a whole number. "
@@ -131,7 +131,7 @@ class ARCH005(Check):
                 fix=f"use --dp-size in {[d for d in _POW2 if d <= tp and tp % d == 0]}",
             )
 
-    def _world(self, launch: Mapping[str, Any], engine: str, gpu: Mapping[str, Any] | None) -> Iterator[Finding]:
+    def _world(self, launch: LaunchSpec, engine: str, gpu: Mapping[str, Any] | None) -> Iterator[Finding]:
         if not gpu or gpu.get("ok") is False:
             return
         gpus = len([d for d in gpu.get("devices") or [] if isinstance(d, Mapping)])
@@ -139,7 +139,7 @@ class ARCH005(Check):
             return
         world = LaunchSpec.of(launch).world_size
         nnodes = _int(launch, "nnodes")
-        ray = str(launch.get("distributed_executor_backend") or "").lower() == "ray"
+        ray = (launch.distributed_executor_backend or "").lower() == "ray"
         tp, pp, dp = _int(launch, "tp"), _int(launch, "pp"), _int(launch, "dp")
         plan = f"TP {tp} × PP {pp}" + (f" × DP {dp}" if world == tp * pp * dp and dp > 1 else "")
         evidence: dict[str, Any] = {"engine": engine, "tp": tp, "pp": pp, "dp": dp, "world_size": world,
@@ -218,10 +218,10 @@ class ARCH006(Check):
     url = "https://github.com/vllm-project/vllm/blob/main/vllm/models/kimi_k3/nvidia/model.py"
 
     def run(self, launch: LaunchSpec, model: ModelFact | None = None) -> Iterator[Finding]:
-        if launch.get("engine") != "vllm" or str(launch.get("moe_runner_backend") or "") != "deep_gemm_mega_moe":
+        if launch.engine != "vllm" or (launch.moe_runner_backend or "") != "deep_gemm_mega_moe":
             return
-        flags = launch.get("flags") or {}
-        if launch.get("enable_expert_parallel") or flags.get("--enable-expert-parallel") or flags.get("-ep"):
+        flags = launch.flags
+        if launch.enable_expert_parallel or flags.get("--enable-expert-parallel") or flags.get("-ep"):
             return
         info = _model(launch, model)
         if info.family == "deepseek-v4":
@@ -279,7 +279,7 @@ class ARCH007(Check):
         info = _model(launch, model)
         if info.family != "kimi-k3":
             return
-        engine = str(launch.get("engine") or "")
+        engine = launch.engine
         kda = info.kda_heads or info.heads or 96
         attn_tp = LaunchSpec.of(launch).attention_tp
         allowed = _SGLANG_FUSED_KDA_LOCAL_HEADS if engine == "sglang" else _VLLM_FUSED_KDA_LOCAL_HEADS

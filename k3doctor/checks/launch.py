@@ -28,12 +28,12 @@ class CMD001(Check):
     """
 
     def run(self, launch: LaunchSpec) -> Iterator[Finding]:
-        for error in launch.get("errors", []):
+        for error in launch.errors:
             flag = error.split(" ", 1)[0].rstrip(":")
             yield self.finding(
                 f"launch command: {error}",
                 subject=f"flag={flag}",
-                evidence={"engine": launch["engine"], "flag": flag},
+                evidence={"engine": launch.engine, "flag": flag},
                 fix=f"correct {flag} in the launch command",
             )
 
@@ -57,13 +57,13 @@ class CMD002(Check):
     severity = Severity.INFO
 
     def run(self, launch: LaunchSpec) -> Iterator[Finding]:
-        engine = launch["engine"]
+        engine = launch.engine
         known = set(_KNOWN_VALUE_FLAGS.get(engine, ())) | set(_KNOWN_BOOL_FLAGS.get(engine, ()))
         for _kind, per_engine in _FIELDS.values():
             known.update(per_engine.get(engine, ()))
         candidates = sorted(known)
         plain: list[str] = []
-        for i, flag in enumerate(dict.fromkeys(str(f) for f in launch.get("unknown_flags", []))):
+        for i, flag in enumerate(dict.fromkeys(str(f) for f in launch.unknown_flags)):
             close = difflib.get_close_matches(flag, candidates, n=1, cutoff=0.8) if i < TYPO_LIMIT else []
             if close:
                 yield self.finding(

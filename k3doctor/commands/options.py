@@ -8,6 +8,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import click
 
+from ..targets import MAX_GPUS_PER_NODE
+
 __all__ = ["format_option", "output_option", "target_options", "config_options", "apply_config",
            "write_text_output"]
 
@@ -28,7 +30,7 @@ def output_option(help_text: str = "Write the output to FILE instead of stdout."
 def target_options(target_help: str, gpus_help: str) -> Decorator:
     """``--target`` (alias ``--gpu``) and ``--gpus`` (alias ``--gpus-per-node``)."""
     def deco(fn: Any) -> Any:
-        fn = click.option("--gpus", "--gpus-per-node", "gpus", type=click.IntRange(1, 1024), help=gpus_help)(fn)
+        fn = click.option("--gpus", "--gpus-per-node", "gpus", type=click.IntRange(1, MAX_GPUS_PER_NODE), help=gpus_help)(fn)
         fn = click.option("--target", "--gpu", "target", metavar="GPU", help=target_help)(fn)
         return fn
     return deco

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from ..launch import LaunchSpec
+from ..targets import MAX_GPUS_PER_NODE
 from ..units import NVML_IDLE_RESERVE
 from .check import DashDashCommand
 from .options import captured_output, format_option, output_option
@@ -43,7 +44,7 @@ class _Crashed(click.ClickException):
 @click.option("--enable-dp-attention", is_flag=True, default=None, help="SGLang DP attention (attention-TP = tp/dp).")
 @click.option("--dcp", type=int, help="Decode-context-parallel size (shards the MLA KV cache).")
 @click.option("--nnodes", type=int, help="Number of nodes.")
-@click.option("--gpus", "--gpus-per-node", "gpus_per_node", type=click.IntRange(1, 1024),
+@click.option("--gpus", "--gpus-per-node", "gpus_per_node", type=click.IntRange(1, MAX_GPUS_PER_NODE),
               help="GPUs per node (default: the GPU profile's node size); alias --gpus-per-node.")
 @click.option("--target", "--gpu", "gpu_name", metavar="GPU",
               help="GPU type for static planning (h200, h100, b200, …; see `k3doctor list --targets`); alias --gpu.")
@@ -289,12 +290,12 @@ def _emit_plan(ctx: click.Context, plan: Any, findings: list[Any], log_fig: Any,
 
 
 def _search(inv: Any, launch_d: dict[str, Any], facts: "Facts", gpn: int, max_nodes: int, top: int, as_json: bool) -> None:
-    from ..memory.plan import GpuSpec, device_cc, parallel_from_launch
+    from ..memory.plan import GpuSpec, device_cc
     from ..memory.search import search_plans
 
     dev = facts.get("gpu")["devices"][0]
     gpu = GpuSpec(str(dev.get("name")), int(dev["memory_total"]), dev.get("memory_free"), "facts", device_cc(dev))
-    base = parallel_from_launch(launch_d, concurrency=facts.option("concurrency"))
+    base = LaunchSpec.of(launch_d).placement(concurrency=facts.option("concurrency"))
     cands = search_plans(inv, base, gpu, gpus_per_node=gpn, max_nodes=max_nodes)
     if as_json:
         doc = {"schema_version": 1, "engine": base.engine, "gpu": {"name": gpu.name, "memory_total": gpu.memory_total},

@@ -56,6 +56,14 @@ _EXPLICIT_ANYCASE = re.compile(r"[a-z](?:error|exception)\b|\b(?:fatal|assertion
 #: a file path with two or more separators (``/a/b/c.py:12``, ``csrc/x/y.hpp``); one-slash tokens
 #: such as ``NET/IB`` or ``Driver/library`` stay
 _PATH = re.compile(r"[\w.~+-]{0,200}(?:/[\w.~+-]{1,200}){2,40}(?::\d{1,7})?")
+#: a path that says where the error was raised: a source file, or a path with a line number. Other
+#: paths are what the error is about (``No such file or directory: '~/.triton/cache/...'``) and keep
+#: their words.
+_SOURCE_PATH = re.compile(r"(?:\.(?:py|pyx|cu|cuh|cc|cpp|cxx|c|h|hpp|hxx|inl|inc)|:\d{1,7})\Z")
+
+
+def _drop_source_paths(text: str) -> str:
+    return _PATH.sub(lambda m: " " if _SOURCE_PATH.search(m.group()) else m.group(), text)
 LINE_CHARS = 2048        # characters of a line that are classified
 #: log-line decorations the engines and launchers put in front of a message: process tags
 #: ``(VllmWorker rank=0 pid=1)``, ``[rank0]:``, level + timestamp + source location, SGLang's
@@ -211,10 +219,11 @@ class FallbackModel:
     def score(self, salient: str, others: list[str]) -> list[tuple[float, str, list[str]]]:
         """(score, category, terms) for every category with a term, best first.
 
-        File paths are dropped first: ``csrc/jit_kernels/...`` or ``kernels/internode.cu`` say
-        where the error was raised, not what it is about."""
-        main = _PATH.sub(" ", strip_log_prefix(salient[:LINE_CHARS])).lower()
-        rest = [_PATH.sub(" ", strip_log_prefix(o[:LINE_CHARS])).lower()
+        Source paths are dropped first: ``csrc/jit_kernels/...`` or ``kernels/internode.cu:483``
+        say where the error was raised, not what it is about; a path the error is about (``No
+        such file or directory: '~/.triton/cache/...'``) keeps its words."""
+        main = _drop_source_paths(strip_log_prefix(salient[:LINE_CHARS])).lower()
+        rest = [_drop_source_paths(strip_log_prefix(o[:LINE_CHARS])).lower()
                 for o in others[:MAX_CLASSIFIED] if o != salient]
         order = {c.name: i for i, c in enumerate(self.categories)}
         out: list[tuple[float, str, list[str]]] = []

@@ -24,6 +24,12 @@ class PlanError(ValueError):
 
 @dataclass
 class Parallel:
+    """The layout the planner places weights for: a launch's parallel sizes and the flags that change
+    what a rank holds, already interpreted. A launch command becomes one only through
+    :meth:`k3doctor.launch.LaunchSpec.placement` (every flag is read there, once); it stays a
+    separate, mutable record because ``plan --search`` varies the layout of one launch (tp, ep, dp,
+    nodes) without a launch command for each candidate."""
+
     engine: str = "sglang"
     tp: int = 1
     ep: int = 1
@@ -55,6 +61,14 @@ class Parallel:
     redundant_experts: int = 0
     #: vision encoder data-parallel (vLLM --mm-encoder-tp-mode data): the tower on every rank
     mm_encoder_dp: bool = False
+    #: the checkpoint's MTP layers are loaded as the draft model inside the target's load
+    #: (vLLM ``--speculative-config '{"method": "mtp", ...}'``; SGLang loads its draft in a separate
+    #: model runner with its own load line)
+    mtp_draft: bool = False
+    #: SGLang folds a DeepSeek-V3/R1 shared expert into the routed MoE as one more expert
+    #: unless ``--disable-shared-experts-fusion`` (srt/models/deepseek_v2.py
+    #: determine_num_fused_shared_experts: 256 routed + 1 shared, no expert parallelism)
+    shared_experts_fusion: bool = True
     env: Mapping[str, str] = field(default_factory=dict)
 
     # -- derived groups -----------------------------------------------------------------
@@ -96,8 +110,17 @@ def classify(g: Group, spec: ModelSpec | None) -> tuple[str, str]:
     """(role, kind) of one inventory group."""
     t = g.template
     low = t.lower()
-    if spec is not None and g.layer >= spec.layers:
-        return "mtp", "skip"
+    if (spec is not None and g.layer >= spec.layers) or low.startswith(("mtp.", "model.mtp.", "mtp_")):
+        # a multi-token-prediction block: placed like the layer it is, only when the engine loads
+        # it as the draft (stage_weights); the embedding / head copies are shared with the target
+        _role, kind = _classify(g, low, spec)
+        return "mtp", "skip" if kind in ("vocab_embed", "vocab_head") else kind
+    return _classify(g, low, spec)
+
+
+def _classify(g: Group, low: str, spec: ModelSpec | None) -> tuple[str, str]:
+    if low.rsplit(".", 1)[-1].startswith("hc_"):  # DeepSeek-V4 hyper-connection mixers: small fp32, on every rank
+        return "other", "rep"
     if "vision" in low or "visual" in low or "mm_projector" in low or "multi_modal_projector" in low:
         return "vision", "vision"
     if "shared_expert_gate" in low:
@@ -106,22 +129,26 @@ def classify(g: Group, spec: ModelSpec | None) -> tuple[str, str]:
         return "shared_experts", "shared"
     if ".experts." in low or ".experts{" in low or "experts.{e}" in low.replace("{E}", "{e}"):
         return "experts", "expert"
-    if "routed_expert_" in low:
+    if "routed_expert_" in low or "_latent_proj" in low:
         return "latent_proj", "rep"
-    if ".gate.weight" in low or ".gate.e_score" in low or "e_score_correction" in low or ".router." in low:
+    if (".gate.weight" in low or ".gate.e_score" in low or "e_score_correction" in low or ".router." in low
+            or ".gate.tid2eid" in low or ".gate.bias" in low):
         return "router", "rep"
-    if "embed_tokens" in low or low.endswith("wte.weight") or "embedding" in low:
+    if "embed_tokens" in low or low.endswith("wte.weight") or "embedding" in low or low == "embed.weight":
         return "embedding", "vocab_embed"
-    if "lm_head" in low or "unembed" in low:
+    if "lm_head" in low or "unembed" in low or low.startswith("head."):
         return "lm_head", "vocab_head"
     last = low.rsplit(".", 2)
     leaf = ".".join(last[-2:])
     if "norm" in leaf or "_res_proj" in low or "attn_res" in low:
         return "norms", "rep"
-    if ("mlp." in low or "feed_forward" in low) and any(k in low for k in ("gate_proj", "up_proj", "down_proj", "gate_up_proj", ".w1", ".w2", ".w3")):
-        return "dense_mlp", "dense"
+    mlp_proj = any(k in low for k in ("gate_proj", "up_proj", "down_proj", "gate_up_proj", ".w1", ".w2", ".w3"))
+    if ("mlp." in low or "feed_forward" in low or ".mixer." in low) and mlp_proj:
+        return "dense_mlp", "dense"  # Nemotron-H MLP blocks are ``mixer.up_proj`` / ``mixer.down_proj``
     if "attn" in low or "attention" in low or ".mixer." in low:
-        if "q_a_proj" in low or "kv_a_proj" in low:
+        if ".compressor." in low or ".indexer." in low:  # DeepSeek-V4: replicated on every rank
+            return "attention", "rep"
+        if "q_a_proj" in low or "kv_a_proj" in low or ".wq_a." in low or ".wkv." in low:
             return "mla_q_a_kv_a", "rep"
         if "f_a_proj" in low:
             return "kda_f_a", "rep"
@@ -285,8 +312,11 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
     out: dict[str, float] = {}
     lo, hi = mine.start, mine.stop
     for layer, role, kind, nb, _t in compact(inv):
-        if layer >= 0:
-            if not (lo <= layer < hi) and not (spec is not None and layer >= spec.layers):
+        if role == "mtp":
+            if not (par.mtp_draft and last):
+                continue
+        elif layer >= 0:
+            if not (lo <= layer < hi):
                 continue
         else:
             if kind == "vocab_embed" or role == "vision":
@@ -307,6 +337,12 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
         rope = rope_cache_bytes(spec.raw, par.engine)  # RoPE cos/sin tables, on every rank (rope.py)
         if rope:
             out["rope_cache"] = rope
+    if spec is not None and _fused_shared(par, spec) and "shared_experts" in out:
+        # the same bytes, TP-sharded alike; the engine holds them as expert E (one more expert)
+        out["experts"] = out.get("experts", 0.0) + out.pop("shared_experts")
+    if spec is not None:
+        for role, b in _engine_extras(spec, par, mine, last).items():
+            out[role] = out.get(role, 0.0) + b
     # engine post-processing that stays resident
     if spec is not None and spec.mla:
         mla_here = [i for i in mine if i in set(spec.mla_layers)]
@@ -316,6 +352,52 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
             out["mla_absorbed"] = copy  # w_kc / w_vc bf16 copies (deepseek_v2.py post_load_weights)
         elif spec.quant == "fp8_block":
             out["mla_absorbed"] = copy  # W_UK_T / W_UV dequantised (vLLM MLA process_weights_after_loading)
+    return out
+
+
+def _fused_shared(par: Parallel, spec: ModelSpec) -> bool:
+    """SGLang's shared-experts fusion applies (DeepSeek-V3/R1 shape, no EP, no all-to-all
+    backend, not disabled)."""
+    return (par.engine == "sglang" and par.shared_experts_fusion and spec.family == "deepseek"
+            and spec.experts == 256 and spec.shared_intermediate == spec.moe_intermediate
+            and par.moe_ep == 1 and not _a2a(par))
+
+
+def _linear_bytes(spec: ModelSpec, prefix: str, out: int, inp: int, kind: str = "attn") -> int:
+    """Bytes of one Linear as the config's quantisation stores it (for tensors an engine
+    allocates that the checkpoint does not carry)."""
+    from .quantscheme import linear_tensors
+    from .synth import tensor_nbytes
+
+    return sum(tensor_nbytes(d, shape) for _n, d, shape in linear_tensors(prefix, out, inp, spec.qscheme, kind))
+
+
+def _engine_extras(spec: ModelSpec, par: Parallel, mine: range, last: bool) -> dict[str, float]:
+    """Device memory an engine allocates while building the model beyond the checkpoint's tensors.
+
+    * Gemma-4 ``attention_k_eq_v`` layers: vLLM's ``QKVParallelLinear`` keeps a V slot and loads K
+      into it (vllm/model_executor/models/gemma4.py Gemma4Attention).
+    * DeepSeek-V4 on vLLM: the indexers' shared ``topk_indices_buffer``
+      (max_num_batched_tokens x index_topk int32) and, on the last stage, ``_mtp_hidden_buffer``
+      (max_num_batched_tokens x hc_mult x hidden in the model dtype), both made in
+      ``DeepseekV4Model.__init__``.
+    * DeepSeek-V4 on SGLang: ``wo_a`` is built in bf16 unless SGLANG_OPT_FP8_WO_A_GEMM is set
+      (srt/models/deepseek_v4.py MQALayer), twice the FP8 checkpoint's bytes."""
+    out: dict[str, float] = {}
+    if spec.k_eq_v and par.engine == "vllm":
+        glob = [i for i in mine if i in set(spec.global_layers)]
+        slot = _linear_bytes(spec, f"model.layers.{glob[0]}.self_attn.v_proj", spec.global_kv_heads * spec.global_head_dim,
+                             spec.hidden) if glob else 0
+        per_rank = slot / par.attn_tp if spec.global_kv_heads >= par.attn_tp else slot / max(1, spec.global_kv_heads)
+        out["attention"] = per_rank * len(glob)
+    if spec.family == "deepseek_v4":
+        if par.engine == "vllm":
+            tokens = par.max_num_batched_tokens or C.VLLM_MAX_BATCHED_TOKENS[0]
+            topk = int(spec.raw.get("index_topk") or 0) if isinstance(spec.raw, Mapping) else 0
+            out["other"] = float(tokens * topk * 4 + (tokens * spec.hc_mult * spec.hidden * 2 if last else 0))
+        elif par.engine == "sglang" and (par.env or {}).get("SGLANG_OPT_FP8_WO_A_GEMM", "").lower() not in ("1", "true"):
+            n = spec.heads * spec.head_dim // max(1, spec.o_groups) * spec.o_groups * spec.o_lora_rank
+            out["attention"] = float(n * len(mine) / par.attn_tp)  # bf16 (2 B) where FP8 (1 B) was counted
     return out
 
 

@@ -91,13 +91,18 @@ class QuantScheme:
         if kind in ("router", "embedding", "norm", "vision"):
             return True
         if kind == "lm_head" and not self.lm_head:
-            return True
+            # ModelOpt MIXED_PRECISION lists the head among its quantised layers when it is one
+            return not any(_matches(name, module) for name, _m, _g in self.overrides)
         if self.mlp_only and kind == "attn":
             return True
         return any(_matches(p, module) for p in self.ignore)
 
 
 _RX_CACHE: dict[str, re.Pattern[str] | None] = {}
+
+
+#: module-path components exporters put in front of the decoder's ``layers.``
+_DECODER_PREFIXES = frozenset({"model", "backbone", "language_model", "transformer", "decoder", "text_model"})
 
 
 def _tail(name: str) -> str:
@@ -114,6 +119,11 @@ def _matches(pattern: str, module: str) -> bool:
     ``model.``, ``backbone.``, ``language_model.model.`` ...)."""
     if "layers." in pattern and not pattern.startswith(("re:", "-:")):
         pt, mt = _tail(pattern), _tail(module)
+        # the part before ``layers.`` only spells the decoder's prefix; anything else in it names
+        # another stack (``mtp.layers.0*`` is the MTP block, not the decoder's layer 0)
+        other = {c for c in pattern[:pattern.find("layers.")].split(".") if c and c not in _DECODER_PREFIXES}
+        if other and not other <= set(module[:module.find("layers.")].split(".")):
+            return False
         if "*" in pt or "?" in pt:
             return fnmatch.fnmatchcase(mt, pt) or fnmatch.fnmatchcase(mt, pt + "*")
         return mt == pt or mt.startswith(pt + ".")

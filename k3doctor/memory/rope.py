@@ -94,7 +94,9 @@ def rope_tables(top: Mapping[str, Any], engine: str) -> list[tuple[str, int, int
     if max_pos <= 0:
         return []
     p = _params(cfg)
-    if "qk_rope_head_dim" in cfg or cfg.get("kv_lora_rank"):  # MLA / DeepSeek-V4: the rotary part of the head
+    if cfg.get("compress_ratios") and cfg.get("compress_rope_theta"):
+        return _deepseek_v4_tables(cfg, p, max_pos, engine)
+    if "qk_rope_head_dim" in cfg or cfg.get("kv_lora_rank"):  # MLA: the rotary part of the head
         rope = int(_num(cfg.get("qk_rope_head_dim")))
         return [("mla", _rows(p, max_pos, engine), rope)] if rope > 0 else []
     heads = int(_num(cfg.get("num_attention_heads")))
@@ -113,6 +115,23 @@ def rope_tables(top: Mapping[str, Any], engine: str) -> list[tuple[str, int, int
     out = [("global", _rows(p, max_pos, engine, mrope), _width(cfg, p, head))]
     if mt.startswith("gemma3") and _num(cfg.get("rope_local_base_freq")):
         out.append(("local", max_pos, _width(cfg, {}, head)))  # sliding layers: their own base, unscaled
+    return out
+
+
+def _deepseek_v4_tables(cfg: Mapping[str, Any], p: Mapping[str, Any], max_pos: int, engine: str) -> list[tuple[str, int, int]]:
+    """DeepSeek-V4 builds two RoPEs (``rope_theta`` for the uncompressed layers,
+    ``compress_rope_theta`` for the compressed ones, both YaRN-scaled over
+    ``original_max_position_embeddings x factor`` rows). SGLang also keeps each one's
+    ``freqs_cis`` (complex64, rope/2 pairs = the size of a float32 table) from the cached
+    ``precompute_freqs_cis`` (srt/layers/deepseek_v4_rope.py, ``lru_cache(2)``) beside the
+    ``get_rope_wrapper`` cache."""
+    rope = int(_num(cfg.get("qk_rope_head_dim")))
+    if rope <= 0:
+        return []
+    rows = _rows(p, max_pos, engine)
+    out = [("window", rows, rope), ("compressed", rows, rope)]
+    if engine == "sglang":
+        out += [("window freqs_cis", rows, rope), ("compressed freqs_cis", rows, rope)]
     return out
 
 

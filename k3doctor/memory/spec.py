@@ -12,9 +12,14 @@ Architectures understood (``family``):
 * ``dense`` – Llama / Qwen2 / Qwen3 / Mistral dense decoders.
 * ``llama4`` – Llama-4 Scout/Maverick (MoE every ``interleave_moe_layer_step`` layers, a shared
   expert, dense layers ``intermediate_size_mlp`` wide, a vision tower).
+* ``deepseek_v4`` – DeepSeek-V4 Flash/Pro (grouped low-rank output, per-layer KV compressors, the
+  lightning indexer, hyper-connections, hash-routed first layers, FP4 experts for
+  ``expert_dtype: fp4``) in the release naming (``layers.N.attn.`` / ``ffn.``, ``mtp.0.``).
 * ``generic`` – any other decoder whose config.json has the standard fields (hidden size, layers,
   heads, KV heads, head dim, intermediate sizes, expert counts, vocab): the projection is built
-  from them and marked ``approximate`` with what was assumed (``notes``).
+  from them and marked ``approximate`` with what was assumed (``notes``). Hybrids are read from
+  their layer lists (Nemotron-H ``mixer.`` blocks, Qwen3-Next/3.5 Gated DeltaNet and ``mtp.``
+  layers, Gemma-4 global-attention geometry and dense MLP beside the experts).
 
 A ``vision_config`` adds an estimated vision tower + projector (``vision_params``) unless the
 family models its own. Quantisation comes from :mod:`.quantscheme`. Only a config without the
@@ -136,6 +141,10 @@ class ModelSpec:
     first_dense: int = 0  # number of leading dense layers
     moe_layers: tuple[int, ...] = ()
     mtp_layers: int = 0
+    #: where the checkpoint keeps the MTP block: "" (DeepSeek/GLM: ``model.layers.{L+j}`` with
+    #: enorm/hnorm/eh_proj) or "mtp" (Qwen3-Next/3.5: ``mtp.layers.{j}`` full-attention layers
+    #: joined by ``mtp.fc`` and ``mtp.pre_fc_norm_*``)
+    mtp_prefix: str = ""
     # K3 specifics
     latent: int = 0
     kda_layers: tuple[int, ...] = ()  # zero-based
@@ -177,6 +186,30 @@ class ModelSpec:
     notes: tuple[str, ...] = ()
     qk_norm: bool = False
     max_position: int = 0
+    #: checkpoint naming of the token mixers: "" (``self_attn.`` / ``linear_attn.``) or
+    #: "mixer" (Nemotron-H: every block's mixer, attention included, is ``mixer.``)
+    mixer_prefix: str = ""
+    #: Gated DeltaNet input projections stored split (Qwen3.5: ``in_proj_qkv``, ``in_proj_z``,
+    #: ``in_proj_b``, ``in_proj_a``) instead of fused (Qwen3-Next: ``in_proj_qkvz``, ``in_proj_ba``)
+    gdn_split: bool = False
+    #: Gemma-4 full-attention layers: their own head dim and KV heads; with ``k_eq_v`` they carry
+    #: no ``v_proj`` (K is reused as V)
+    global_layers: tuple[int, ...] = ()
+    global_head_dim: int = 0
+    global_kv_heads: int = 0
+    k_eq_v: bool = False
+    #: layers with both a dense MLP and routed experts (Gemma-4 ``enable_moe_block``)
+    moe_plus_dense: bool = False
+    #: DeepSeek-V4: grouped low-rank output, per-layer KV compression (0 / 4 / 128), the
+    #: lightning indexer, hyper-connections, hash-routed first layers, expert storage
+    o_lora_rank: int = 0
+    o_groups: int = 0
+    compress_ratios: tuple[int, ...] = ()
+    index_heads: int = 0
+    index_head_dim: int = 0
+    hc_mult: int = 0
+    hash_layers: int = 0
+    expert_quant: str = ""   # "mxfp4" (DeepSeek-V4 ``expert_dtype: fp4``) or "" (the config's scheme)
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -340,19 +373,45 @@ def _generic_spec(cfg: Mapping[str, Any], arch: str, mt: str, base: dict[str, An
     if "relu2" in str(cfg.get("mlp_hidden_act") or act):
         gated = False
         hybrid["gated_experts"] = False
+    if hybrid.get("layer_mixers") and "linear" in hybrid["layer_mixers"] and mt.startswith("qwen3_5"):
+        hybrid["gdn_split"] = True  # Qwen3.5 stores in_proj_qkv / in_proj_z / in_proj_b / in_proj_a apart
+    hybrid.update(_gemma4_geometry(cfg, L, kvh, notes))
+    if n_exp and cfg.get("enable_moe_block"):
+        hybrid["moe_plus_dense"] = True
+        notes.append("every MoE layer also runs a dense MLP (enable_moe_block: the router/experts block sits beside mlp)")
     latent = int(cfg.get("moe_latent_size") or 0)
     if latent:
         notes.append(f"latent MoE: routed experts work in a {latent}-wide latent (down/up projections per MoE layer)")
     shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0) or shared
+    mtp = int(cfg.get("mtp_num_hidden_layers") or 0)
+    if mtp:  # Qwen3-Next/3.5: counted only when the engine loads them as the draft (placement)
+        hybrid.update(mtp_layers=mtp, mtp_prefix="mtp")
     return ModelSpec(
         family="generic", hidden=H, layers=L, vocab=int(got["vocab"]), heads=nh, kv_heads=kvh, head_dim=hd,
         experts=n_exp, topk=int(_first(cfg, "num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token") or 0),
         moe_intermediate=moe_inter, shared_intermediate=shared, intermediate=dense_inter, first_dense=first_dense,
-        moe_layers=moe_layers, mtp_layers=0, mla_layers=tuple(range(L)), latent=latent,
+        moe_layers=moe_layers, mla_layers=tuple(range(L)), latent=latent,
         attn_bias=bool(_first(cfg, "attention_bias", "qkv_bias", "use_bias", "bias") or False),
         qk_norm=bool(cfg.get("use_qk_norm") or cfg.get("qk_layernorm") or mt.startswith("qwen3")),
         gated_mlp=gated, approximate=True, notes=tuple(notes), **hybrid, **base,
     )
+
+
+def _gemma4_geometry(cfg: Mapping[str, Any], L: int, kvh: int, notes: list[str]) -> dict[str, Any]:
+    """Gemma-4's full-attention layers (``layer_types``): ``global_head_dim`` wide heads and, with
+    ``attention_k_eq_v``, ``num_global_key_value_heads`` KV heads and no ``v_proj`` (vLLM
+    gemma4.py Gemma4DecoderLayer)."""
+    types = [str(t).lower() for t in cfg.get("layer_types") or []]
+    ghd = cfg.get("global_head_dim")
+    if len(types) != L or not isinstance(ghd, int) or ghd <= 0 or "full_attention" not in types:
+        return {}
+    k_eq_v = bool(cfg.get("attention_k_eq_v"))
+    gkv = cfg.get("num_global_key_value_heads") if k_eq_v else None
+    glob = tuple(i for i, t in enumerate(types) if t == "full_attention")
+    notes.append(f"{len(glob)} full-attention layers with {ghd}-wide heads"
+                 + (f", {gkv} KV heads and K reused as V" if k_eq_v else ""))
+    return {"global_layers": glob, "global_head_dim": ghd, "k_eq_v": k_eq_v,
+            "global_kv_heads": int(gkv) if isinstance(gkv, int) and gkv > 0 else kvh}
 
 
 def _nas_kind(part: Mapping[str, Any], linear: str, kept: str) -> str:
@@ -397,6 +456,7 @@ def _hybrid_layers(cfg: Mapping[str, Any], L: int, moe_layers: tuple[int, ...], 
         if all(str(b).lower() in code for b in blocks):
             pattern = "".join(code[str(b).lower()] for b in blocks)
     if isinstance(pattern, str) and len(pattern) == L and set(pattern) <= set("M*-E"):
+        out["mixer_prefix"] = "mixer"  # Nemotron-H: each block's one module is ``mixer`` (attention too)
         out["layer_mixers"] = tuple({"M": "mamba", "*": "attn"}.get(c, "none") for c in pattern)
         out["layer_mlps"] = tuple({"-": "dense", "E": "moe"}.get(c, "none") for c in pattern)
         notes.append(f"hybrid layers from hybrid_override_pattern: {pattern.count('M')} Mamba-2, "
@@ -515,6 +575,39 @@ def _mla_spec(cfg: Mapping[str, Any], arch: str, base: dict[str, Any]) -> ModelS
     )
 
 
+def _deepseek_v4_spec(cfg: Mapping[str, Any], arch: str, base: dict[str, Any]) -> ModelSpec:
+    """DeepSeek-V4 (Flash/Pro): single-KV-head attention with a low-rank query (``wq_a`` ->
+    ``wq_b``) and a grouped low-rank output (``wo_a`` -> ``wo_b``), a KV compressor on layers with
+    ``compress_ratios`` 4 or 128 and a lightning indexer on the ratio-4 ones, hyper-connections
+    (``hc_mult`` residual streams mixed by fp32 ``hc_*`` parameters), hash-routed first
+    ``num_hash_layers`` MoE layers, MoE on every layer and one MTP block (vLLM
+    model_executor/models/deepseek_v4.py, layers/deepseek_v4_attention.py; SGLang
+    srt/models/deepseek_v4.py, layers/attention/dsv4/compressor.py). ``expert_dtype: fp4`` stores
+    the routed experts as MXFP4 (e2m1 + one e8m0 scale per 32) while the rest stays FP8 block."""
+    _need(cfg, arch, ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "head_dim",
+                      "q_lora_rank", "o_lora_rank", "o_groups", "n_routed_experts", "moe_intermediate_size"))
+    L, H = int(cfg["num_hidden_layers"]), int(cfg["hidden_size"])
+    ratios = [int(r) for r in (cfg.get("compress_ratios") or [])][:L]
+    ratios += [0] * (L - len(ratios))
+    E, I = int(cfg["n_routed_experts"]), int(cfg["moe_intermediate_size"])
+    expert = str(cfg.get("expert_dtype") or "").lower()
+    notes = ["DeepSeek-V4: compressor/indexer and hyper-connection tensors sized from config.json "
+             "(vLLM/SGLang deepseek_v4 model code); names follow the released checkpoint"]
+    return ModelSpec(
+        family="deepseek_v4", hidden=H, layers=L, vocab=int(cfg["vocab_size"]),
+        heads=int(cfg["num_attention_heads"]), kv_heads=1, head_dim=int(cfg["head_dim"]),
+        q_lora_rank=int(cfg["q_lora_rank"]), qk_rope=int(cfg.get("qk_rope_head_dim") or 64),
+        experts=E, topk=int(cfg.get("num_experts_per_tok") or 0), moe_intermediate=I,
+        shared_intermediate=int(cfg.get("n_shared_experts") or 0) * I, moe_layers=tuple(range(L)),
+        mtp_layers=int(cfg.get("num_nextn_predict_layers") or 0), mla_layers=tuple(range(L)),
+        o_lora_rank=int(cfg["o_lora_rank"]), o_groups=int(cfg["o_groups"]), compress_ratios=tuple(ratios),
+        index_heads=int(cfg.get("index_n_heads") or 0), index_head_dim=int(cfg.get("index_head_dim") or 0),
+        hc_mult=int(cfg.get("hc_mult") or 1), hash_layers=int(cfg.get("num_hash_layers") or 0),
+        expert_quant="mxfp4" if expert == "fp4" else "", sliding_window=int(cfg.get("sliding_window") or 0),
+        notes=tuple(notes), **base,
+    )
+
+
 def _text_spec(cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, mt: str,
                base: dict[str, Any]) -> ModelSpec:
     """The language model's spec (family table, else the generic fallback)."""
@@ -522,6 +615,8 @@ def _text_spec(cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, mt: st
     def need(*keys: str) -> None:
         _need(cfg, arch, keys)
 
+    if mt in ("deepseek_v4", "deepseek_ref") or "DeepseekV4" in arch:
+        return _deepseek_v4_spec(cfg, arch, base)
     if cfg.get("kv_lora_rank") and cfg.get("qk_nope_head_dim") is not None:
         return _mla_spec(cfg, arch, base)
     dense_types = ("llama", "qwen2", "qwen3", "mistral", "gemma", "phi3", "granite")

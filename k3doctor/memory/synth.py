@@ -56,6 +56,8 @@ def synthesise(spec: ModelSpec, *, experts_limit: int | None = None) -> list[Ten
     ne = spec.experts if experts_limit is None else min(spec.experts, experts_limit)
     if spec.family == "kimi_k3":
         return list(_kimi_k3(spec, ne))
+    if spec.family == "deepseek_v4":
+        return list(_deepseek_v4(spec, ne))
     return list(_generic(spec, ne))
 
 
@@ -159,14 +161,101 @@ def _k3_vision(s: ModelSpec, projector_shard: str, tower_shard: str) -> Iterator
 
 
 # ---------------------------------------------------------------------------------------------
+def _deepseek_v4(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
+    """DeepSeek-V4 in its released checkpoint's naming (``layers.N.attn.*``, ``layers.N.ffn.*``,
+    ``mtp.0.*``, ``embed``/``head``; the names its quantisation ignore lists use)."""
+    H, qs = s.hidden, s.qscheme
+    mix = (2 + s.hc_mult) * s.hc_mult  # hyper-connection mixing rows (vLLM/SGLang ``mix_hc``)
+    for i in range(s.layers):
+        yield from _dsv4_block(s, f"layers.{i}.", s.compress_ratios[i], i < s.hash_layers, n_exp, mix)
+    for j in range(s.mtp_layers):  # the MTP block: one more layer (uncompressed) and its joins
+        p = f"mtp.{j}."
+        yield from _dsv4_block(s, p, 0, False, n_exp, mix)
+        for n in ("enorm", "hnorm", "norm"):
+            yield _t(p + n + ".weight", "BF16", (H,))
+        yield from _qlin(p + "e_proj", H, H, qs, "attn")
+        yield from _qlin(p + "h_proj", H, H, qs, "attn")
+        yield from _dsv4_hc_head(p, s)
+    yield _t("embed.weight", "BF16", (s.vocab, H))
+    yield _t("norm.weight", "BF16", (H,))
+    yield from _qlin("head", s.vocab, H, qs, "lm_head")
+    yield from _dsv4_hc_head("", s)
+
+
+def _dsv4_hc_head(p: str, s: ModelSpec) -> Iterator[Tensor]:
+    yield _t(p + "hc_head_fn", "F32", (s.hc_mult, s.hc_mult * s.hidden))
+    yield _t(p + "hc_head_base", "F32", (s.hc_mult,))
+    yield _t(p + "hc_head_scale", "F32", (1,))
+
+
+def _dsv4_block(s: ModelSpec, p: str, ratio: int, hashed: bool, n_exp: int, mix: int) -> Iterator[Tensor]:
+    """One DeepSeek-V4 layer: hyper-connection mixers, attention (+ compressor / indexer), MoE."""
+    H, qs, hd, E, I = s.hidden, s.qscheme, s.head_dim, s.experts, s.moe_intermediate
+    for site in ("attn", "ffn"):
+        yield _t(f"{p}hc_{site}_fn", "F32", (mix, s.hc_mult * H))
+        yield _t(f"{p}hc_{site}_base", "F32", (mix,))
+        yield _t(f"{p}hc_{site}_scale", "F32", (3,))
+        yield _t(f"{p}{site}_norm.weight", "BF16", (H,))
+    a = p + "attn."
+    yield from _qlin(a + "wq_a", s.q_lora_rank, H, qs, "attn")
+    yield _t(a + "q_norm.weight", "BF16", (s.q_lora_rank,))
+    yield from _qlin(a + "wkv", hd, H, qs, "attn")
+    yield _t(a + "kv_norm.weight", "BF16", (hd,))
+    yield from _qlin(a + "wq_b", s.heads * hd, s.q_lora_rank, qs, "attn")
+    yield from _qlin(a + "wo_a", s.o_groups * s.o_lora_rank, s.heads * hd // max(1, s.o_groups), qs, "attn")
+    yield from _qlin(a + "wo_b", H, s.o_groups * s.o_lora_rank, qs, "attn")
+    yield _t(a + "attn_sink", "F32", (s.heads,))
+    if ratio:
+        yield from _dsv4_compressor(a + "compressor.", H, hd, ratio)
+    if ratio == 4 and s.index_heads:
+        x = a + "indexer."
+        yield from _qlin(x + "wq_b", s.index_heads * s.index_head_dim, s.q_lora_rank, qs, "attn")
+        yield _t(x + "weights_proj.weight", "BF16", (s.index_heads, H))
+        yield from _dsv4_compressor(x + "compressor.", H, s.index_head_dim, ratio)
+    f = p + "ffn."
+    yield _t(f + "gate.weight", "BF16", (E, H))
+    if hashed:  # hash routing: a token -> experts table instead of a score bias
+        yield _t(f + "gate.tid2eid", "I32", (s.vocab, s.topk))
+    else:
+        yield _t(f + "gate.bias", "F32", (E,))
+    S = s.shared_intermediate
+    if S:
+        yield from _qlin(f + "shared_experts.w1", S, H, qs, "shared")
+        yield from _qlin(f + "shared_experts.w3", S, H, qs, "shared")
+        yield from _qlin(f + "shared_experts.w2", H, S, qs, "shared")
+    for e in range(n_exp):
+        x = f"{f}experts.{e}."
+        for w, out, inp in (("w1", I, H), ("w3", I, H), ("w2", H, I)):
+            if s.expert_quant == "mxfp4":  # e2m1 pairs + one e8m0 scale per 32
+                yield _t(x + w + ".weight", "U8", (out, inp // 2))
+                yield _t(x + w + ".scale", "F8_E8M0", (out, inp // 32))
+            else:
+                yield from _qlin(x + w, out, inp, qs, "expert")
+
+
+def _dsv4_compressor(p: str, H: int, hd: int, ratio: int) -> Iterator[Tensor]:
+    """A KV compressor (ratio 4 overlaps two windows): kv and gate projections, an absolute
+    position bias and a norm. The engines keep the projections unquantised (SGLang builds them
+    with ``quant_config=None`` in bf16; vLLM multiplies them with a plain ``torch.mm``)."""
+    coff = 2 if ratio == 4 else 1
+    yield _t(p + "wkv.weight", "BF16", (coff * hd, H))
+    yield _t(p + "wgate.weight", "BF16", (coff * hd, H))
+    yield _t(p + "ape", "F32", (ratio, coff * hd))
+    yield _t(p + "norm.weight", "F32", (hd,))
+
+
 def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
     H = s.hidden
     total_layers = s.layers + s.mtp_layers
     moe_set = set(s.moe_layers) | set(range(s.layers, total_layers)) if s.is_moe else set()
+    block = s.mixer_prefix + "." if s.mixer_prefix else "mlp."  # Nemotron-H: the block's one module
     for i in range(total_layers):
-        p = f"model.layers.{i}."
-        yield _t(p + "input_layernorm.weight", "BF16", (H,))
-        yield _t(p + "post_attention_layernorm.weight", "BF16", (H,))
+        p = f"{s.mtp_prefix}.layers.{i - s.layers}." if s.mtp_prefix and i >= s.layers else f"model.layers.{i}."
+        if s.mixer_prefix:
+            yield _t(p + "norm.weight", "BF16", (H,))
+        else:
+            yield _t(p + "input_layernorm.weight", "BF16", (H,))
+            yield _t(p + "post_attention_layernorm.weight", "BF16", (H,))
         yield from _generic_mixer(s, i, p)
         if i >= s.layers and s.family in ("deepseek", "glm4_moe"):  # MTP block extras
             yield from _mtp_extras(s, p)
@@ -175,26 +264,30 @@ def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
             continue
         if mlp == "linear":  # Nemotron-NAS replace_with_linear: one H x H matrix
             yield from _qlin(p + "mlp.down_proj", H, H, s.qscheme, "dense")
-        elif i not in moe_set:
-            m, inter = p + "mlp.", s.layer_intermediate[i] if i < len(s.layer_intermediate) else s.intermediate
+        elif i not in moe_set or s.moe_plus_dense:
+            m, inter = p + block, s.layer_intermediate[i] if i < len(s.layer_intermediate) else s.intermediate
             if s.gated_mlp:
                 yield from _qlin(m + "gate_proj", inter, H, s.qscheme, "dense")
             yield from _qlin(m + "up_proj", inter, H, s.qscheme, "dense")
             yield from _qlin(m + "down_proj", H, inter, s.qscheme, "dense")
-        else:
+        if i in moe_set and mlp != "linear":
             yield from _generic_moe(s, p, n_exp)
+    if s.mtp_prefix and s.mtp_layers:  # Qwen3-Next/3.5 MTP joins (vLLM qwen3_5_mtp.py, qwen3_next_mtp.py)
+        yield from _qlin(s.mtp_prefix + ".fc", H, 2 * H, s.qscheme, "dense")
+        for n in ("pre_fc_norm_hidden", "pre_fc_norm_embedding", "norm"):
+            yield _t(f"{s.mtp_prefix}.{n}.weight", "BF16", (H,))
     if s.vision_params:
         # estimated from vision_config (spec.vision_param_estimate): one group, placed as vision
         yield _t("vision_tower.estimated.weight", "BF16", (s.vision_params,))
     yield _t("model.embed_tokens.weight", "BF16", (s.vocab, H))
     yield _t("model.norm.weight", "BF16", (H,))
     if not s.tie_embeddings:
-        yield _t("lm_head.weight", "BF16", (s.vocab, H))
+        yield from _qlin("lm_head", s.vocab, H, s.qscheme, "lm_head")
 
 
 def _generic_mixer(s: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
     """Layer ``i``'s token mixer: Mamba-2, gated DeltaNet, MLA or (grouped-query) attention."""
-    H, qs, a = s.hidden, s.qscheme, p + "self_attn."
+    H, qs, a = s.hidden, s.qscheme, p + ("mixer." if s.mixer_prefix else "self_attn.")
     mixer = s.layer_mixers[i] if i < len(s.layer_mixers) else "attn"
     if mixer == "mamba":
         yield from _mamba2(p + "mixer.", s, qs)
@@ -219,9 +312,13 @@ def _generic_mixer(s: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
     else:
         hd = s.head_dim
         kvh = s.layer_kv_heads[i] if i < len(s.layer_kv_heads) and s.layer_kv_heads[i] > 0 else s.kv_heads
+        glob = i in s.global_layers
+        if glob:  # Gemma-4 full-attention layer
+            hd, kvh = s.global_head_dim, s.global_kv_heads
         yield from _qlin(a + "q_proj", s.heads * hd * (2 if s.attn_output_gate else 1), H, qs, "attn", bias=s.attn_bias)
         yield from _qlin(a + "k_proj", kvh * hd, H, qs, "attn", bias=s.attn_bias)
-        yield from _qlin(a + "v_proj", kvh * hd, H, qs, "attn", bias=s.attn_bias)
+        if not (glob and s.k_eq_v):
+            yield from _qlin(a + "v_proj", kvh * hd, H, qs, "attn", bias=s.attn_bias)
         yield from _qlin(a + "o_proj", H, s.heads * hd, qs, "attn", bias=s.family == "gpt_oss")
         if s.qk_norm:
             yield _t(a + "q_norm.weight", "BF16", (hd,))
@@ -259,12 +356,16 @@ def _generic_moe(s: ModelSpec, p: str, n_exp: int) -> Iterator[Tensor]:
         m = p + "block_sparse_moe."
         yield _t(m + "gate.weight", "BF16", (E, H))
         for e in range(n_exp):
-            x = f"{m}experts.{e}."
-            yield from _qlin(x + "w1", I, H, qs, "expert")
-            yield from _qlin(x + "w2", H, I, qs, "expert")
-            yield from _qlin(x + "w3", I, H, qs, "expert")
+            yield from _expert(f"{m}experts.{e}.", ("w1", "w3", "w2"), I, H, qs)
         return
-    m = p + "mlp."
+    if s.moe_plus_dense:  # Gemma-4: router and experts beside the dense mlp, not under it
+        yield _t(p + "router.proj.weight", "BF16", (E, H))
+        yield _t(p + "router.scale", "BF16", (H,))
+        yield _t(p + "router.per_expert_scale", "BF16", (E,))
+        for e in range(n_exp):
+            yield from _expert(f"{p}experts.{e}.", ("gate_proj", "up_proj", "down_proj"), I, H, qs)
+        return
+    m = p + (s.mixer_prefix + "." if s.mixer_prefix else "mlp.")
     yield _t(m + "gate.weight", "BF16", (E, H))
     if s.family in ("deepseek", "glm4_moe"):
         yield _t(m + "gate.e_score_correction_bias", "F32", (E,))
@@ -283,11 +384,16 @@ def _generic_moe(s: ModelSpec, p: str, n_exp: int) -> Iterator[Tensor]:
         yield from _qlin(m + "fc1_latent_proj", s.latent, H, qs, "router")
         yield from _qlin(m + "fc2_latent_proj", H, s.latent, qs, "router")
     for e in range(n_exp):
-        x = f"{m}experts.{e}."
-        if s.gated_experts:
-            yield from _qlin(x + "gate_proj", I, Hx, qs, "expert")
-        yield from _qlin(x + "up_proj", I, Hx, qs, "expert")
-        yield from _qlin(x + "down_proj", Hx, I, qs, "expert")
+        yield from _expert(f"{m}experts.{e}.", ("gate_proj" if s.gated_experts else "", "up_proj", "down_proj"), I, Hx, qs)
+
+
+def _expert(x: str, names: tuple[str, str, str], I: int, H: int, qs: QuantScheme) -> Iterator[Tensor]:
+    """One routed expert ``x``: gate (absent when its name is empty), up, down."""
+    gate, up, down = names
+    if gate:
+        yield from _qlin(x + gate, I, H, qs, "expert")
+    yield from _qlin(x + up, I, H, qs, "expert")
+    yield from _qlin(x + down, H, I, qs, "expert")
 
 
 def _mamba2(p: str, s: ModelSpec, qs: QuantScheme) -> Iterator[Tensor]:
@@ -310,8 +416,14 @@ def _gated_deltanet(p: str, s: ModelSpec, qs: QuantScheme) -> Iterator[Tensor]:
     projections, the short conv over q, k, v, per-head decay parameters, a gated norm, out_proj."""
     H = s.hidden
     nk, dk, nv, dv, kernel = s.linear_dims
-    yield from _qlin(p + "in_proj_qkvz", 2 * nk * dk + 2 * nv * dv, H, qs, "attn")
-    yield from _qlin(p + "in_proj_ba", 2 * nv, H, qs, "attn")
+    if s.gdn_split:  # Qwen3.5 checkpoints
+        yield from _qlin(p + "in_proj_qkv", 2 * nk * dk + nv * dv, H, qs, "attn")
+        yield from _qlin(p + "in_proj_z", nv * dv, H, qs, "attn")
+        yield from _qlin(p + "in_proj_b", nv, H, qs, "attn")
+        yield from _qlin(p + "in_proj_a", nv, H, qs, "attn")
+    else:  # Qwen3-Next checkpoints
+        yield from _qlin(p + "in_proj_qkvz", 2 * nk * dk + 2 * nv * dv, H, qs, "attn")
+        yield from _qlin(p + "in_proj_ba", 2 * nv, H, qs, "attn")
     yield _t(p + "conv1d.weight", "BF16", (2 * nk * dk + nv * dv, 1, kernel))
     yield _t(p + "A_log", "F32", (nv,))
     yield _t(p + "dt_bias", "BF16", (nv,))
