@@ -277,17 +277,17 @@ def test_check_with_model_parses_each_shard_header_once(tmp_path, k3_dir, monkey
         finally:
             os.close(fd)
 
-    real_scan_read, real_mem_read = scan_mod.read_header, inventory._read_header
+    real_scan_read, real_mem_read = scan_mod.header_bytes, inventory._read_header
 
-    def scan_read(path, file, **kw):
+    def scan_read(path, file, *a, **kw):  # the scan's one read of a header (a memo hit parses none)
         note("ckpt", path)
-        return real_scan_read(path, file, **kw)
+        return real_scan_read(path, file, *a, **kw)
 
     def mem_read(f):
         note("mem", f)
         return real_mem_read(f)
 
-    monkeypatch.setattr(scan_mod, "read_header", scan_read)
+    monkeypatch.setattr(scan_mod, "header_bytes", scan_read)
     monkeypatch.setattr(inventory, "_read_header", mem_read)
     report = _check(tmp_path, "both", "--target", "h200", "--model", str(k3_dir), "--select", "CKPT,MEM",
                     _seed_launch(k3_dir))

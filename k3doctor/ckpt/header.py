@@ -23,7 +23,7 @@ from itertools import chain, compress, repeat
 from operator import eq, itemgetter, mul, sub
 from typing import Any, Iterator
 
-__all__ = ["MAX_HEADER_SIZE", "LARGE_HEADER", "iter_entry_batches", "BatchValidator", "DTYPE_BITS", "HeaderResult", "read_header", "header_bytes", "open_readonly", "problem"]
+__all__ = ["MAX_HEADER_SIZE", "LARGE_HEADER", "iter_entry_batches", "BatchValidator", "DTYPE_BITS", "HeaderResult", "read_header", "parse_header", "header_bytes", "open_readonly", "problem"]
 
 MAX_HEADER_SIZE = 100_000_000
 #: headers above this size (real ones are < 1 MB: Kimi-K3's largest is 823 KB) are parsed in
@@ -192,6 +192,13 @@ def read_header(path: str, file: str, *, validate: bool = True) -> HeaderResult:
         assert prob is not None
         res.problems.append(prob)
         return res
+    return parse_header(res, raw, validate=validate)
+
+
+def parse_header(res: HeaderResult, raw: bytes, *, validate: bool = True) -> HeaderResult:
+    """Parse and validate the header bytes ``raw`` of ``res.file`` (``res.size`` set by
+    :func:`header_bytes`) into ``res``; never raises for bad input."""
+    file = res.file
     n = len(raw)
     size = res.size or 0
     try:

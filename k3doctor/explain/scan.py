@@ -21,7 +21,7 @@ from typing import BinaryIO, Callable, Iterable, Sequence
 
 from .fallback import FallbackModel, MAX_LINES, Verdict, fallback_signature, load_fallback
 from .kb import Signature, clean_line, load_kb
-from .prefilter import Prefilter, derive_anchors
+from .prefilter import Prefilter, derive_anchors, required_literals
 
 __all__ = ["Match", "Report", "Scanner", "explain_text", "explain_paths"]
 
@@ -184,6 +184,7 @@ class Scanner:
             (self._by_gram[k[:3]] if len(k) >= 3 else self._short).append(rank)
         self._anchors = anchors
         self._prefilter: Prefilter | None = None
+        self._error_gate: tuple[str, ...] | None | bool = False  # False: not built yet
 
     @property
     def prefilter(self) -> Prefilter:
@@ -197,6 +198,19 @@ class Scanner:
                 anchors = derive_anchors([k for k, _ in self._keywords], markers)
             self._prefilter = Prefilter(anchors)
         return self._prefilter
+
+    @property
+    def error_gate(self) -> tuple[str, ...] | None:
+        """Literals one of which every error line holds (the fallback's ``error`` and ``strong``
+        markers require them: :func:`~.prefilter.required_literals`), none contained in another;
+        None when they cannot be derived (then every unmatched line is tested)."""
+        if self._error_gate is False:
+            fb = self.fallback
+            lits = None if fb is None else _union(required_literals(fb.error_markers),
+                                                  required_literals(fb.strong_markers))
+            self._error_gate = None if lits is None else \
+                tuple(sorted(x for x in lits if not any(y != x and y in x for y in lits)))
+        return self._error_gate  # type: ignore[return-value]
 
     # -- stage 2 ------------------------------------------------------------------------------
     def candidates(self, text: str) -> list[Signature]:
@@ -331,7 +345,9 @@ class Scanner:
             return ctx()
 
         hits = self.match_line(text, context)
-        hard = not hits or self.fallback is None or not self.fallback.is_soft_line(text)
+        # a benign match's hardness is never read (only errors need a hard line)
+        hard = not hits or self.fallback is None or all(s.benign for s, _ in hits) \
+            or not self.fallback.is_soft_line(text)
         if not looked:
             if len(memo) >= MEMO_LINES:
                 memo.clear()
@@ -375,7 +391,9 @@ class Scanner:
         for sig, values in hits:
             agg.add(sig, values, name, file_index, line, text, *at, hard=hard)
         if self.fallback is not None and not hits:
-            agg.observe(self.fallback, text, name, line)
+            gate = self.error_gate  # an error line holds one of these: the others are not tested
+            if gate is None or any(map(text.__contains__, gate)):
+                agg.observe(self.fallback, text, name, line)
 
     def _examine_deferred(self, agg: "_Aggregator") -> None:
         """The last lines past the :data:`MAX_EXAMINED` budget (the end of a log says most)."""
@@ -443,6 +461,7 @@ class _Aggregator:
         self.cut_bytes = 0           # bytes of those lines, and of partial lines after a skip
         #: line text -> its signature matches and hardness, for lines seen again (MEMO_LINES)
         self.memo: _Memo = {}
+        self.error_lines: dict[str, bool] = {}  # line text -> the fallback's is_error_line
         self.examined = 0            # distinct candidate lines examined in full (MAX_EXAMINED)
         self.skipped_lines = 0       # candidate lines past that budget
         #: the last TAIL_LINES of them: (text, source, file index, line, raw line)
@@ -453,8 +472,14 @@ class _Aggregator:
         self.deferred.append(item)
 
     def observe(self, model: FallbackModel, text: str, name: str, line: int) -> None:
-        """Remember an unmatched line when it is an error line (bounded)."""
-        if not model.is_error_line(text):
+        """Remember an unmatched line when it is an error line (bounded); the test is remembered
+        per line text, like the signature matches (:data:`MEMO_LINES`)."""
+        err = self.error_lines.get(text)
+        if err is None:
+            if len(self.error_lines) >= MEMO_LINES:
+                self.error_lines.clear()
+            err = self.error_lines[text] = model.is_error_line(text)
+        if not err:
             return
         item = (name, line, text.strip())
         if model.is_exception_line(text):
@@ -539,6 +564,10 @@ class _Aggregator:
         return Report(matches=matches, sources=sources, bytes_scanned=self.bytes,
                       lines_scanned=self.lines, candidate_lines=self.candidates,
                       elapsed_s=elapsed, notes=notes)
+
+
+def _union(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
+    return None if a is None or b is None else a | b
 
 
 _DEFAULT: Scanner | None = None

@@ -112,25 +112,28 @@ def read_config_any(path: str | os.PathLike[str]) -> dict[str, Any] | None:
             if not os.path.lexists(cp):
                 return None
             cfg = _json_file(cp)
-        return _with_hf_quant(cfg, [p / "hf_quant_config.json"])
+        return _with_hf_quant(cfg, [p / "hf_quant_config.json", p / "quantize_config.json"])
     if p.is_file():
-        # ModelOpt's side file: hf_quant_config.json beside config.json, or <name>.hf_quant_config.json
+        # ModelOpt's side file: hf_quant_config.json beside config.json, or <name>.hf_quant_config.json;
+        # AutoGPTQ/AutoAWQ's quantize_config.json
         return _with_hf_quant(_json_file(p), [p.with_name(p.stem + ".hf_quant_config.json"),
-                                              p.with_name("hf_quant_config.json")])
+                                              p.with_name("hf_quant_config.json"), p.with_name("quantize_config.json")])
     return load_known_config(str(path))
 
 
 def _with_hf_quant(cfg: Any, candidates: list[Path]) -> Any:
-    """``cfg`` with ModelOpt's quantisation merged from the first side file that exists (engines read
-    ``hf_quant_config.json`` when config.json has no ``quantization_config``); a broken side file
-    leaves config.json as it is."""
+    """``cfg`` with the quantisation merged from the first side file that exists (engines read
+    ModelOpt's ``hf_quant_config.json`` and AutoGPTQ/AutoAWQ's ``quantize_config.json`` when
+    config.json has no ``quantization_config``); a broken side file leaves config.json as it is."""
     if not isinstance(cfg, dict) or cfg.get("quantization_config"):
         return cfg
     for hq in candidates:
         if hq.is_file():
-            from .quantscheme import merge_hf_quant_config
+            from .quantscheme import merge_hf_quant_config, merge_quantize_config
 
             try:
+                if hq.name == "quantize_config.json":
+                    return merge_quantize_config(cfg, _json_file(hq))
                 return merge_hf_quant_config(cfg, _json_file(hq))
             except Exception:  # noqa: BLE001
                 return cfg

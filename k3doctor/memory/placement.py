@@ -174,10 +174,15 @@ def compact(inv: Inventory) -> list[tuple[int, str, str, int, str]]:
     cached = getattr(inv, "_compact", None)
     if cached is None:
         acc: dict[tuple[int, str, str, str], int] = {}
+        # a float32 checkpoint (config ``torch_dtype``/``dtype``) is loaded in 16 bits: the engines'
+        # ``--dtype auto`` serves float32 configs in bfloat16/float16 (vLLM/SGLang
+        # ``_get_and_verify_dtype``), so its F32 tensors take half their checkpoint bytes
+        f32_half = inv.spec is not None and inv.spec.ckpt_dtype == "F32"
         for g, (role, kind) in zip(inv.groups, classified(inv)):
             tmpl = g.template if g.layer < 0 else ""
             key = (g.layer, role, kind, tmpl)
-            acc[key] = acc.get(key, 0) + g.nbytes
+            nb = g.nbytes // 2 if f32_half and g.dtype == "F32" else g.nbytes
+            acc[key] = acc.get(key, 0) + nb
         cached = [(layer, role, kind, nb, tmpl) for (layer, role, kind, tmpl), nb in acc.items()]
         inv._compact = cached  # type: ignore[attr-defined]
     return cached

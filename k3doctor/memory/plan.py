@@ -449,7 +449,8 @@ def _vllm_stage(inv: Inventory, par: Parallel, s: int, weights: int, gpu: GpuSpe
             out.max_ctx = int(max(0, usable // max(1, len(attn))) * bs)
             out.state = int(conc * per_req_state * page)
             out.kv = int(avail - out.state)
-            out.kv_tokens = int((pages - conc * per_req_state) // max(1, len(attn)) * bs)
+            # (no attention pages left once the requests' KDA state is placed: 0 tokens, not fewer)
+            out.kv_tokens = int(max(0, pages - conc * per_req_state) // max(1, len(attn)) * bs)
             if req_ctx:
                 out.conc = int(pages // (len(attn) * ceil(req_ctx / bs) + per_req_state))
         else:

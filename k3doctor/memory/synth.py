@@ -57,8 +57,14 @@ def synthesise(spec: ModelSpec, *, experts_limit: int | None = None) -> list[Ten
     if spec.family == "kimi_k3":
         return list(_kimi_k3(spec, ne))
     if spec.family == "deepseek_v4":
-        return list(_deepseek_v4(spec, ne))
-    return list(_generic(spec, ne))
+        out = list(_deepseek_v4(spec, ne))
+    else:
+        out = list(_generic(spec, ne))
+    if spec.ckpt_dtype != "BF16":  # the checkpoint's 16-bit tensors are stored in its torch_dtype
+        scale = DTYPE_BYTES[spec.ckpt_dtype] / 2
+        out = [Tensor(t.name, spec.ckpt_dtype, t.shape, int(t.nbytes * scale), t.shard) if t.dtype == "BF16" else t
+               for t in out]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,7 +285,7 @@ def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
     if s.vision_params:
         # estimated from vision_config (spec.vision_param_estimate): one group, placed as vision
         yield _t("vision_tower.estimated.weight", "BF16", (s.vision_params,))
-    yield _t("model.embed_tokens.weight", "BF16", (s.vocab, H))
+    yield from _qlin("model.embed_tokens", s.vocab, H, s.qscheme, "embedding")  # BF16 unless MLX quantises it
     yield _t("model.norm.weight", "BF16", (H,))
     if not s.tie_embeddings:
         yield from _qlin("lm_head", s.vocab, H, s.qscheme, "lm_head")
