@@ -545,10 +545,13 @@ class _Aggregator:
     def report(self, sources: list[str], elapsed: float,
                fallback: FallbackModel | None = None) -> Report:
         found = list(self.by_id.values())
-        if fallback is not None and not (self.unexplained or self.last_exception
-                                         or any(m.hard for m in found if not m.benign)):
-            # only soft lines (INFO, "falling back", "deprecated" ...) and no error line: a
-            # signature that matched them is not an answer by itself
+        strict = fallback is not None and "corroboration" in fallback.gates
+        if fallback is not None and not (
+                self.last_exception or any(m.hard for m in found if not m.benign)
+                or any(not strict or fallback.is_hard_error_line(t) for _, _, t in self.unexplained)):
+            # only soft lines (INFO, a WARNING that names no failure, "falling back",
+            # "deprecated" ...) and no hard error line: a signature that matched them is not an
+            # answer by itself
             found = [m for m in found if m.benign]
         fb = self._fallback_match(fallback) if fallback is not None else None
         matches = sorted(found, key=Match.sort_key)
