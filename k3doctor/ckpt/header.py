@@ -223,6 +223,7 @@ def parse_header(res: HeaderResult, raw: bytes, *, validate: bool = True) -> Hea
 
 _DTYPE = itemgetter("dtype")
 _INT_ONLY = {int}
+_LIST_ONLY = {list}
 _SHAPE = itemgetter("shape")
 _OFFS = itemgetter("data_offsets")
 
@@ -254,8 +255,14 @@ def _columns_fast(header: dict[str, Any], start: int, end: int | None) -> tuple[
         spans = list(map(sub, flat[1::2], flat[0::2]))
         if min(spans) < 0:
             return None
-        numels = list(map(math.prod, map(_SHAPE, infos)))
-        if type(sum(numels)) is not int or list(map(mul, numels, map(_DTYPE_BYTES.__getitem__, dtypes))) != spans:
+        shapes = list(map(_SHAPE, infos))
+        dims = list(chain.from_iterable(shapes))
+        # dimensions are non-negative JSON integers (a boolean multiplies as 0/1, two negatives as a
+        # positive: safetensors refuses both); the per-tensor rules name the entry
+        if (dims and (set(map(type, dims)) != _INT_ONLY or min(dims) < 0)) or set(map(type, shapes)) != _LIST_ONLY:
+            return None
+        numels = list(map(math.prod, shapes))
+        if list(map(mul, numels, map(_DTYPE_BYTES.__getitem__, dtypes))) != spans:
             return None
         if meta is not None and not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
             return None
@@ -338,7 +345,8 @@ class BatchValidator:
             if bits is None:
                 probs.append(problem("unknown_dtype", file, name, dtype=str(dtype)[:40]))
                 continue
-            if type(begin) is not int or type(end) is not int or type(shape) is not list:
+            if type(begin) is not int or type(end) is not int or type(shape) is not list \
+                    or any(type(d) is not int for d in shape):
                 probs.append(problem("bad_entry", file, name, entry=json.dumps(info)[:200]))
                 continue
             try:
