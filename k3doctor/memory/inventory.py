@@ -166,7 +166,17 @@ def _scan_inventory(model_dir: Path) -> Inventory:
     groups."""
     from ..ckpt.scan import scan_checkpoint
 
-    doc = scan_checkpoint(model_dir, rows=HeaderFold(model_dir)).get("inventory")
+    fact = scan_checkpoint(model_dir, rows=HeaderFold(model_dir))
+    for p in fact.get("problems") or ():
+        if p.get("file") == "config.json" and p.get("kind") in ("config_unreadable", "config_invalid",
+                                                                  "dangling_symlink"):
+            # a config.json that exists but cannot be used: say so, never plan header-only behind it
+            what = {"config_invalid": "is not a usable JSON object", "config_unreadable": "cannot be read",
+                    "dangling_symlink": "is a link to a file that does not exist"}[str(p["kind"])]
+            detail = p.get("error") or p.get("target")
+            raise InventoryError(f"{model_dir / 'config.json'} {what}{f' ({detail})' if detail else ''}; "
+                                 "re-download it (or fix it) before planning")
+    doc = fact.get("inventory")
     if not isinstance(doc, Mapping):
         raise InventoryError(f"{model_dir}: no *.safetensors headers and no config.json to plan from")
     return inventory_from_fact(doc, str(model_dir))
