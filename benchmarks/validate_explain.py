@@ -13,6 +13,7 @@ classifier (signatures only), so the printed ratios say what the fallback adds.
     python benchmarks/validate_explain.py              # the table (text and log mode)
     python benchmarks/validate_explain.py --misses     # plus the dev-split misses, to work on
     python benchmarks/validate_explain.py --json       # machine-readable
+    python benchmarks/validate_explain.py --by-project # plus top-1 per source project (counts)
     python benchmarks/validate_explain.py --sample fixtures/errors/collected/r5_a.jsonl \
         fixtures/errors/collected/r5_benign.jsonl      # a fresh sample, scored before it is used
 
@@ -90,11 +91,45 @@ def kb_at(ref: str) -> list:
     return sigs
 
 
+#: The projects the explain bar is scored on; every other repository counts as "other".
+CORE_PROJECTS = ("vllm-project/vllm", "sgl-project/sglang", "nvidia/nccl", "pytorch/pytorch",
+                 "ray-project/ray", "deepseek-ai/deepep", "deepseek-ai/deepgemm", "flashinfer-ai/flashinfer")
+
+
+def project_of(row: dict) -> str:
+    """The row's repository when it is one of the core projects, else ``other``."""
+    thread = row.get("thread")
+    if not thread:
+        from fixtures.errors.build_corpus import thread_key
+
+        thread = thread_key(row["source"])
+    repo = thread.split("#")[0]
+    return repo if repo in CORE_PROJECTS else "other"
+
+
+def by_project(scanner: Scanner, rows: list[dict], log_mode: bool) -> dict[str, tuple[int, int, int]]:
+    """Per project: (top-1 hits, rows, silent) -- counts only, never row text."""
+    out: dict[str, list[int]] = {}
+    for r in rows:
+        cat, _sid, _conf = top1(scanner, r["excerpt"], log_mode)
+        c = out.setdefault(project_of(r), [0, 0, 0])
+        c[0] += cat == r["expected_category"]
+        c[1] += 1
+        c[2] += cat is None
+    return {k: (v[0], v[1], v[2]) for k, v in out.items()}
+
+
+def print_by_project(label: str, counts: dict[str, tuple[int, int, int]]) -> None:
+    order = [p for p in CORE_PROJECTS if p in counts] + (["other"] if "other" in counts else [])
+    print(f"  {label}: " + ", ".join(
+        f"{p.split('/')[-1]} {pct(counts[p][0], counts[p][1])} silent {counts[p][2]}" for p in order))
+
+
 def pct(a: int, b: int) -> str:
     return f"{a}/{b} ({100 * a / b:.1f}%)" if b else "-"
 
 
-def score_sample(paths: list[Path]) -> int:
+def score_sample(paths: list[Path], projects: bool = False) -> int:
     """Top-1 (text and log mode) and benign alarms of freshly collected rows, as counts only."""
     rows: list[dict] = []
     for path in paths:
@@ -115,6 +150,8 @@ def score_sample(paths: list[Path]) -> int:
         print(f"{mode:<5} top-1 {pct(sum(hit.values()), len(errors))}, silent {silent}, "
               f"benign alarms {flagged}/{len(benign)}")
         print("      by category: " + ", ".join(f"{c} {hit[c]}/{n}" for c, n in sorted(per.items())))
+        if projects:
+            print_by_project(f"{mode} by project", by_project(scanner, errors, mode == "log"))
     return 0
 
 
@@ -130,9 +167,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="score only these collected files (rows as collected, before the corpus is "
                          "rebuilt): counts per category, no row text, so a fresh sample can be "
                          "scored before anyone looks at its misses")
+    ap.add_argument("--by-project", action="store_true",
+                    help="also print top-1 per source project (counts only, signatures + fallback)")
     args = ap.parse_args(argv)
     if args.sample:
-        return score_sample([Path(p) for p in args.sample])
+        return score_sample([Path(p) for p in args.sample], projects=args.by_project)
     errors, benign = load("errors.jsonl"), load("benign.jsonl")
     results: dict = {}
     t0 = time.perf_counter()
@@ -165,6 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     if base["top1"]:
         print(f"\nheld-out top-1, text mode: {full['top1'] / base['top1']:.2f}x the signatures-only baseline")
     print(f"({elapsed:.1f} s for {2 * len(scanners) * (len(errors) + len(benign))} explains)")
+    if args.by_project:
+        full_scanner = scanners[-1][1]
+        print("\ntop-1 by project, signatures + fallback (counts only):")
+        for split in ("dev", "heldout"):
+            rows = [r for r in errors if r["split"] == split]
+            for mode in ("text", "log"):
+                print_by_project(f"{split} {mode}", by_project(full_scanner, rows, mode == "log"))
     if args.misses:
         dev = results[("signatures + fallback", "text")]["dev"]
         print(f"\ndev misses (text mode): {len(dev['misses'])}")

@@ -89,10 +89,15 @@ def test_top1_on_the_development_split(prefilter):
     thread's conclusion that the message alone cannot show; docs/validation.md). 0.945 became
     0.94 with round 7c: its 24 dev rows took the figure to 824/874 (94.3%), and the precision
     gates (a fallback verdict needs a hard error line, a WARNING line that names no failure is
-    soft) cost 2 more rows for 3 fewer dev and 4 fewer held-out benign alarms: 822/874 (94.05%)."""
+    soft) cost 2 more rows for 3 fewer dev and 4 fewer held-out benign alarms: 822/874 (94.05%).
+    0.94 became 0.935 with round 8: its 70 dev rows (scored 70.7% before use, with its held-out
+    rows) took the figure to 869/944 (92.1%); the families written from them brought it to
+    884/944 (93.6%). The rest are rows whose thread label departs from the message's usual meaning
+    (a "no kernel image" that the thread fixed with another wheel, NCCL 'invalid argument' fixed by
+    an NCCL upgrade, Ray's generic actor-death text)."""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
-    assert acc >= 0.94, misses  # log mode answers what text mode does (the prefilter is exact)
+    assert acc >= 0.935, misses  # log mode answers what text mode does (the prefilter is exact)
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -103,7 +108,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (311 -> 310 of 393); log mode now gives exactly the text-mode answer (was gated at 0.74).
     Round 7 added 44 held-out rows (341/437 before its rule changes, 344/437 after): 0.784.
     Round 7c added 20 (361/457, 79.0%); the precision gates cost 4 of them (357/457, 78.1%) for
-    held-out benign alarms 7 -> 3: 0.78."""
+    held-out benign alarms 7 -> 3: 0.78. Round 8 added 50 held-out rows of the core projects
+    (395/507 before its rule changes, 396/507 after, 78.1%): 0.78."""
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
     assert acc >= 0.78, len(misses)
