@@ -15,6 +15,8 @@ classifier (signatures only), so the printed ratios say what the fallback adds.
     python benchmarks/validate_explain.py --json       # machine-readable
     python benchmarks/validate_explain.py --sample fixtures/errors/collected/r5_a.jsonl \
         fixtures/errors/collected/r5_benign.jsonl      # a fresh sample, scored before it is used
+    python benchmarks/validate_explain.py --framings   # answers kept when pastes are framed/wrapped
+    python benchmarks/validate_explain.py --ordering   # right category matched but not first
 
 Held-out misses are deliberately not printed: reading them would be tuning on them.
 """
@@ -118,6 +120,57 @@ def score_sample(paths: list[Path]) -> int:
     return 0
 
 
+def score_framings(log_check: bool = False) -> int:
+    """Per framing (fixtures/errors/framings.py): of the rows answered right unframed, how many keep
+    their answer framed, and the benign lines flagged framed; held-out as counts only."""
+    from fixtures.errors.framings import FRAMES, WRAPS
+
+    errors, benign = load("errors.jsonl"), load("benign.jsonl")
+    scanner = Scanner()
+    right = {s: [r for r in errors if r["split"] == s and top1(scanner, r["excerpt"], False)[0] == r["expected_category"]]
+             for s in ("dev", "heldout")}
+    print(f"answered right unframed: dev {len(right['dev'])}, held-out {len(right['heldout'])}")
+    print(f"{'framing':<16} {'dev kept':>10} {'held-out kept':>14} {'dev benign alarms':>18} "
+          f"{'held-out benign':>16}" + (f" {'log != text':>12}" if log_check else ""))
+    for name, f in {**FRAMES, **WRAPS}.items():
+        kept = {s: sum(top1(scanner, f(r["excerpt"]), False)[0] == r["expected_category"] for r in rows)
+                for s, rows in right.items()}
+        ben = {s: sum(bool(alarms(scanner, f(r["excerpt"]), False)) for r in benign if r["split"] == s)
+               for s in ("dev", "heldout")}
+        nben = {s: sum(r["split"] == s for r in benign) for s in ("dev", "heldout")}
+        line = (f"{name:<16} {kept['dev']:>5}/{len(right['dev']):<4} {kept['heldout']:>8}/{len(right['heldout']):<5} "
+                f"{ben['dev']:>12}/{nben['dev']:<5} {ben['heldout']:>10}/{nben['heldout']:<5}")
+        if log_check:
+            diff = sum(top1(scanner, f(r["excerpt"]), False) != top1(scanner, f(r["excerpt"]), True)
+                       for r in errors + benign)
+            line += f" {diff:>12}"
+        print(line)
+    return 0
+
+
+def score_ordering(show: bool = False) -> int:
+    """Rows whose expected category is among the matches but not the first one (dev rows listed
+    with --misses; held-out as a count)."""
+    errors = load("errors.jsonl")
+    scanner = Scanner()
+    for mode in ("text", "log"):
+        for split in ("dev", "heldout"):
+            rows = [r for r in errors if r["split"] == split]
+            later = []
+            for r in rows:
+                rep = scanner.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=mode == "log")
+                cats = [m.sig.category for m in rep.matches if not m.benign]
+                if cats and cats[0] != r["expected_category"] and r["expected_category"] in cats:
+                    later.append((r, rep))
+            print(f"{mode:<5} {split:<8} right category matched but not first: {len(later)}/{len(rows)}")
+            if show and split == "dev" and mode == "text":
+                for r, rep in later:
+                    print(f"- {r['id']} want {r['expected_category']}: "
+                          + ", ".join(f"{m.sig.id}[{m.sig.category}/{m.sig.tier}]@{m.first_line}" for m in rep.matches))
+                    print("    " + repr(r["excerpt"][:600]))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--misses", action="store_true", help="print dev-split misses and alarms")
@@ -130,7 +183,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="score only these collected files (rows as collected, before the corpus is "
                          "rebuilt): counts per category, no row text, so a fresh sample can be "
                          "scored before anyone looks at its misses")
+    ap.add_argument("--framings", action="store_true",
+                    help="answers kept under each framing/wrap of fixtures/errors/framings.py (counts)")
+    ap.add_argument("--log-check", action="store_true", help="with --framings: also count rows whose "
+                    "log-mode answer differs from the text-mode one")
+    ap.add_argument("--ordering", action="store_true",
+                    help="rows whose right category is matched but not first (with --misses: the dev rows)")
     args = ap.parse_args(argv)
+    if args.framings:
+        return score_framings(args.log_check)
+    if args.ordering:
+        return score_ordering(args.misses)
     if args.sample:
         return score_sample([Path(p) for p in args.sample])
     errors, benign = load("errors.jsonl"), load("benign.jsonl")
