@@ -19,6 +19,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Iterable, Sequence
 
+from .assemble import logical_lines
 from .fallback import FallbackModel, MAX_LINES, Verdict, fallback_signature, load_fallback
 from .kb import Signature, clean_line, load_kb
 from .prefilter import Prefilter, derive_anchors
@@ -33,6 +34,9 @@ MAX_EXAMINED = 20_000
 TAIL_LINES = 2_000
 _Hits = list[tuple[Signature, dict[str, str]]]
 _Memo = dict[str, tuple[_Hits, bool]]
+#: a line to examine: (start byte, end byte, line index, the logical line's bytes when it joins
+#: several physical lines (else None: ``buf[start:end]``), its glued reading or None)
+_Span = tuple[int, int, int, "bytes | None", "bytes | None"]
 MAX_LINE = 1 << 20       # bytes of one line scanned; the rest of a longer line is skipped
 LINE_CAP = 16 << 10      # characters of one line handed to stage 2
 CONTEXT_BYTES = 16 << 10  # how far back a signature's ``context`` regex may look
@@ -69,6 +73,12 @@ def _find_ts(blob: bytes) -> float | None:
 
 def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def _decode(raw: bytes) -> str:
+    """A line as stage 2 reads it: decoded (bad UTF-8 replaced), ANSI colour gone, capped."""
+    text = strip_ansi(raw[: LINE_CAP * 4].decode("utf-8", "replace")).rstrip("\r")
+    return text[:LINE_CAP] if len(text) > LINE_CAP else text
 
 
 @dataclass
@@ -279,10 +289,21 @@ class Scanner:
         tail = b""  # the end of the previous block: context for the next block's first lines
         line_base = 1
         skipping = False  # inside the rest of a cut line, or the partial line after a skip
+        # the last whole-line block is scanned when the next one comes, so that a last line with
+        # no newline (pasted text) is assembled with the lines before it (a wrapped last line)
+        pending = b""
+
+        def flush(extra: bytes = b"") -> None:
+            nonlocal pending, line_base, tail
+            block = pending + extra if extra else pending
+            pending = b""
+            if block:
+                line_base = self._scan_block(block, name, file_index, line_base, agg, prefilter, tail)
+                tail = block[-CONTEXT_BYTES:]
+
         for chunk in chunks:
             if chunk is None:
-                if carry:
-                    line_base = self._scan_block(carry, name, file_index, line_base, agg, prefilter, tail)
+                flush(carry)
                 carry, tail, skipping = b"", b"", True
                 continue
             agg.bytes += len(chunk)
@@ -306,22 +327,23 @@ class Scanner:
                 # an over-long line: its head is scanned, the rest skipped up to the next newline
                 agg.cut_lines += 1
                 agg.cut_bytes += len(buf) - MAX_LINE
+                flush()
                 line_base = self._scan_block(buf[:MAX_LINE], name, file_index, line_base, agg, prefilter, tail)
                 carry, tail, skipping = b"", b"", True
                 continue
-            block, carry = buf[: cut + 1], buf[cut + 1:]
-            line_base = self._scan_block(block, name, file_index, line_base, agg, prefilter, tail)
-            tail = block[-CONTEXT_BYTES:]
-        if carry:
-            self._scan_block(carry, name, file_index, line_base, agg, prefilter, tail)
+            flush()
+            pending, carry = buf[: cut + 1], buf[cut + 1:]
+        flush(carry)
 
-    def _matches(self, text: str, ctx: Callable[[], str], memo: "_Memo") -> tuple[_Hits, bool]:
+    def _matches(self, text: str, ctx: Callable[[], str], memo: "_Memo",
+                 alt: str | None = None) -> tuple[_Hits, bool]:
         """:meth:`match_line` and whether the line is *hard* (not a soft INFO / "falling back" /
         "deprecated" line, whose matches count only beside an error line), remembered per line
         text within one scan (an engine log repeats the same error line on every rank and every
         retry); a result that read the lines before (a signature's ``context``) is not
         remembered, since it depends on where the line is."""
-        got = memo.get(text)
+        key = text if alt is None else f"{text}\0{alt}"
+        got = memo.get(key)
         if got is not None:
             return got
         looked: list[bool] = []
@@ -331,59 +353,91 @@ class Scanner:
             return ctx()
 
         hits = self.match_line(text, context)
-        hard = not hits or self.fallback is None or not self.fallback.is_soft_line(text)
+        if alt is not None:  # a wrapped line that may have been cut mid-word: both readings count,
+            other = self.match_line(alt, context)  # and a benign reading makes it a benign line
+            if any(s.benign for s, _ in hits) or any(s.benign for s, _ in other):
+                hits = [h for h in hits + other if h[0].benign][:1]
+            else:
+                have = {s.id for s, _ in hits}
+                hits += [h for h in other if h[0].id not in have]
+        hard = not hits or self.fallback is None or not (
+            self.fallback.is_soft_line(text) or (alt is not None and self.fallback.is_soft_line(alt)))
         if not looked:
             if len(memo) >= MEMO_LINES:
                 memo.clear()
-            memo[text] = (hits, hard)
+            memo[key] = (hits, hard)
         return hits, hard
+
+    def _assembled(self, buf: bytes, spans: list[tuple[int, int, int]], prefilter: bool) -> list[_Span]:
+        """``spans`` with the physical lines of each wrapped line replaced by the logical line
+        (:mod:`.assemble`). In log mode a logical line is examined when one of its pieces is a
+        candidate or the joined text carries an anchor (one cut in two by the wrap), so both modes
+        examine every logical line that can matter and give the same answer."""
+        joined = logical_lines(buf)
+        if not joined:
+            return [(st, en, i, None, None) for st, en, i in spans]
+        # pieces of a logical line: the index range first..last (a piece holds no newline)
+        ranges = []
+        for st, en, first, _line, _glued in joined:
+            ranges.append((first, first + buf.count(b"\n", st, en)))
+        inside = {i: k for k, (a, b) in enumerate(ranges) for i in range(a, b + 1)}
+        keep = set(range(len(joined)))
+        if prefilter and not self.prefilter.every_line:
+            texts = [line if glued is None else line + b"\n" + glued for _s, _e, _f, line, glued in joined]
+            owner = [k for k, t in enumerate(texts) for _ in range(t.count(b"\n") + 1)]
+            hit_lines, _n = self.prefilter.candidates(b"\n".join(texts))
+            keep = {owner[i] for _s, _e, i in hit_lines} | {inside[i] for _s, _e, i in spans if i in inside}
+        out: list[_Span] = [(st, en, i, None, None) for st, en, i in spans if i not in inside]
+        out += [(st, en, first, line, glued) for k, (st, en, first, line, glued) in enumerate(joined) if k in keep]
+        out.sort(key=lambda s: s[2])
+        return out
 
     def _scan_block(self, buf: bytes, name: str, file_index: int, line_base: int,
                     agg: "_Aggregator", prefilter: bool, tail: bytes = b"") -> int:
-        spans, newlines = self.prefilter.candidates(buf) if prefilter else self._all_spans(buf)
+        physical, newlines = self.prefilter.candidates(buf) if prefilter else self._all_spans(buf)
+        spans = self._assembled(buf, physical, prefilter)
         memo = agg.memo
         last_raw, text = b"", ""
-        for st, en, idx in spans:
+        for st, en, idx, joined, glued in spans:
             line = line_base + idx
             agg.candidates += 1
-            raw = buf[st:en]
+            raw = buf[st:en] if joined is None else joined
             if raw != last_raw:  # the same line again (a repeated error) is decoded once
                 last_raw = raw
-                text = strip_ansi(raw[: LINE_CAP * 4].decode("utf-8", "replace")).rstrip("\r")
-                if len(text) > LINE_CAP:
-                    text = text[:LINE_CAP]
+                text = _decode(raw)
+            alt = None if glued is None else _decode(glued)
 
             def ctx(st: int = st) -> str:
                 lo = max(0, st - CONTEXT_BYTES)
                 before = buf[lo:st] if lo > 0 or not tail else tail[-(CONTEXT_BYTES - st):] + buf[:st]
                 return strip_ansi(before.decode("utf-8", "replace"))
 
-            if text not in memo:
+            if (text if alt is None else f"{text}\0{alt}") not in memo:
                 if agg.examined >= MAX_EXAMINED:
-                    agg.defer((text, name, file_index, line, buf[st:en]))
+                    agg.defer((text, name, file_index, line, buf[st:en], alt))
                     continue
                 agg.examined += 1
-            self._examine(text, ctx, memo, agg, (name, file_index, line), (buf, st, tail))
+            self._examine(text, ctx, memo, agg, (name, file_index, line), (buf, st, tail), alt)
         total = line_base + newlines + (0 if buf.endswith(b"\n") else 1)
         agg.lines += total - line_base
         return total
 
-    def _examine(self, text: str, ctx: Callable[[], str], memo: "_Memo",
-                 agg: "_Aggregator", where: tuple[str, int, int], at: tuple[bytes, int, bytes]) -> None:
+    def _examine(self, text: str, ctx: Callable[[], str], memo: "_Memo", agg: "_Aggregator",
+                 where: tuple[str, int, int], at: tuple[bytes, int, bytes], alt: str | None = None) -> None:
         name, file_index, line = where
-        hits, hard = self._matches(text, ctx, memo)
+        hits, hard = self._matches(text, ctx, memo, alt)
         for sig, values in hits:
             agg.add(sig, values, name, file_index, line, text, *at, hard=hard)
-        if self.fallback is not None and not hits:
-            agg.observe(self.fallback, text, name, line)
+        if self.fallback is not None and not hits and (alt is None or self.fallback.is_error_line(alt)):
+            agg.observe(self.fallback, text, name, line)  # a line cut mid-word: an error either way
 
     def _examine_deferred(self, agg: "_Aggregator") -> None:
         """The last lines past the :data:`MAX_EXAMINED` budget (the end of a log says most)."""
         def no_context() -> str:  # the lines before a deferred line are gone (bounded memory)
             return ""
 
-        for text, name, file_index, line, raw in agg.deferred:
-            self._examine(text, no_context, agg.memo, agg, (name, file_index, line), (raw, 0, b""))
+        for text, name, file_index, line, raw, alt in agg.deferred:
+            self._examine(text, no_context, agg.memo, agg, (name, file_index, line), (raw, 0, b""), alt)
         if agg.skipped_lines:
             agg.notes.append(f"{MAX_EXAMINED:,} distinct candidate lines examined, then only the last "
                              f"{len(agg.deferred):,} of the {agg.skipped_lines:,} after them "
@@ -445,10 +499,10 @@ class _Aggregator:
         self.memo: _Memo = {}
         self.examined = 0            # distinct candidate lines examined in full (MAX_EXAMINED)
         self.skipped_lines = 0       # candidate lines past that budget
-        #: the last TAIL_LINES of them: (text, source, file index, line, raw line)
-        self.deferred: "deque[tuple[str, str, int, int, bytes]]" = deque(maxlen=TAIL_LINES)
+        #: the last TAIL_LINES of them: (text, source, file index, line, raw line, glued reading)
+        self.deferred: "deque[tuple[str, str, int, int, bytes, str | None]]" = deque(maxlen=TAIL_LINES)
 
-    def defer(self, item: tuple[str, str, int, int, bytes]) -> None:
+    def defer(self, item: tuple[str, str, int, int, bytes, str | None]) -> None:
         self.skipped_lines += 1
         self.deferred.append(item)
 
