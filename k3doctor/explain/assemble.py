@@ -194,6 +194,9 @@ def wrapped_groups(buf: bytes, lines: list[bytes] | None = None) -> tuple[dict[i
     # cut: line i is exactly the width, fold's cut)
     seams: dict[int, tuple[int, bool, bool]] = {}
     record = _RECORD.match
+    # one line alone reaching near the width shows no wrap width (an unwrapped paste's longest line
+    # reaches its own length): after it, only a line starting in lower case continues it outright
+    alone = len(full) < 2 or sum(1 for i in full if lens[i] >= width - SLACK) < 2
     for i in sorted(full):
         nxt = lines[i + 1]
         if nxt == lines[i] or record(nxt):
@@ -215,6 +218,8 @@ def wrapped_groups(buf: bytes, lines: list[bytes] | None = None) -> tuple[dict[i
             continue  # a whole traceback frame header: the code line under it is a record
         maybe = bool(_MAYBE.match(body)) or body[:1].isupper() or (
             prev.endswith(_SENTENCE_END) and body[:1].isalpha() and prev.islower())  # a new sentence
+        if alone and not maybe and not body[:1].islower():
+            maybe = True  # the only full line: a quote, bracket or digit may start the next record
         if maybe and _DANGLING.search(prev[-24:]):
             maybe = False  # the line stops where no message ends ("... to", "... pattern 4:")
         seams[i] = (len(body) + 1, not maybe, reach == width)
