@@ -149,8 +149,13 @@ def score_framings(log_check: bool = False) -> int:
 
 
 def score_ordering(show: bool = False) -> int:
-    """Rows whose expected category is among the matches but not the first one (dev rows listed
-    with --misses; held-out as a count)."""
+    """Root cause first. (1) Corpus rows whose expected category is among the matches but not the
+    first one. (2) The consequence probe: each row answered right on its own is pasted with a
+    consequence line (fixtures/errors/framings.py CONSEQUENCES: a watchdog timeout, a peer's
+    connection reset, an exit code, an engine wrapper ...) after it and before it; how many keep
+    their category first. Dev rows listed with --misses; held-out as counts only."""
+    from fixtures.errors.framings import CONSEQUENCES
+
     errors = load("errors.jsonl")
     scanner = Scanner()
     for mode in ("text", "log"):
@@ -168,6 +173,29 @@ def score_ordering(show: bool = False) -> int:
                     print(f"- {r['id']} want {r['expected_category']}: "
                           + ", ".join(f"{m.sig.id}[{m.sig.category}/{m.sig.tier}]@{m.first_line}" for m in rep.matches))
                     print("    " + repr(r["excerpt"][:600]))
+    print("\nconsequence probe (text mode): rows answered right alone that keep their category first")
+    for split in ("dev", "heldout"):
+        right = [r for r in errors if r["split"] == split
+                 and top1(scanner, r["excerpt"], False)[0] == r["expected_category"]]
+        total, lost = 0, []
+        per = []
+        for name, line in CONSEQUENCES.items():
+            kept = {"after": 0, "before": 0}
+            for r in right:
+                for where in kept:
+                    text = r["excerpt"] + "\n" + line if where == "after" else line + "\n" + r["excerpt"]
+                    cat, sid, _ = top1(scanner, text, False)
+                    ok = cat == r["expected_category"]
+                    kept[where] += ok
+                    if not ok and split == "dev":
+                        lost.append((name, where, r["id"], sid))
+            total += kept["after"] + kept["before"]
+            per.append(f"{name} {kept['after']}/{kept['before']}")
+        n = 2 * len(CONSEQUENCES) * len(right)
+        print(f"  {split:<8} {pct(total, n)} (after/before: {', '.join(per)} of {len(right)})")
+        if show and split == "dev":
+            for name, where, rid, sid in lost:
+                print(f"  - {rid} with {name} {where}: first {sid}")
     return 0
 
 

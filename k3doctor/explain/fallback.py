@@ -176,6 +176,8 @@ class FallbackModel:
     categories: tuple[CategoryTerms, ...]
     #: lines at an informational level (INFO/DEBUG/TRACE/NOTICE, ``NCCL INFO``, glog ``I``)
     info_level: re.Pattern[str] | None = None
+    #: lines that report a consequence: a peer failed, a process ended, an error printed elsewhere
+    consequence: re.Pattern[str] | None = None
     _by_name: dict[str, CategoryTerms] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -211,6 +213,11 @@ class FallbackModel:
                                             or self.info_level.search(strip_tags(head))):
             return True
         return bool(self.hedge.search(head))
+
+    def is_consequence(self, text: str) -> bool:
+        """A line that reports a consequence (a peer reset the connection, a watchdog or heartbeat
+        timed out, a process exited or was killed, "see root cause above"), not what went wrong."""
+        return self.consequence is not None and bool(self.consequence.search(clean_line(text[:LINE_CHARS])))
 
     def is_exception_line(self, text: str) -> bool:
         return bool(self.exception_line.search(clean_line(text[:LINE_CHARS])))
@@ -308,6 +315,8 @@ def parse_fallback_text(text: str, where: str = "kb/fallback.toml") -> FallbackM
         categories=tuple(cats),
         info_level=(_compile(markers["info_level"], "markers.info_level") if "info_level" in markers
                     else None),
+        consequence=(_compile(markers["consequence"], "markers.consequence", re.IGNORECASE)
+                     if "consequence" in markers else None),
     )
 
 

@@ -116,12 +116,18 @@ class Match:
             return f"{self.sig.cause} Salient line: {v.line!r}.{why}"
         return self.sig.render_cause(self.values)
 
-    def sort_key(self) -> tuple:
+    def sort_key(self, ts: float | None = None) -> tuple:
+        """Benign last; then the tier (cause, generic, symptom); then the earliest time (``ts``:
+        :func:`order`'s effective time, else the match's own), file order and line; then priority."""
+        when = self.ts if ts is None else ts
         return (
             self.benign,
             self.sig.tier_rank,
-            self.ts is None,
-            self.ts if self.ts is not None else 0.0,
+            # among symptoms, one that only says a process ended or waited ("other": an engine
+            # wrapper, a rank killed, an actor lost) comes after one that names what failed
+            self.sig.tier == "symptom" and self.sig.category == "other",
+            when is None,
+            when if when is not None else 0.0,
             self.file_index,
             self.first_line,
             -self.sig.priority,
@@ -492,6 +498,8 @@ class _Aggregator:
         # error lines no signature matched, for the fallback: (source, line, text)
         self.unexplained: list[tuple[str, int, str]] = []
         self.last_exception: tuple[str, int, str] | None = None
+        #: the last exception line that reports a consequence (a peer reset, a process exited)
+        self.last_consequence: tuple[str, int, str] | None = None
         self.notes: list[str] = []   # what was skipped, one line each (source caps)
         self.cut_lines = 0           # lines longer than MAX_LINE (their rest not scanned)
         self.cut_bytes = 0           # bytes of those lines, and of partial lines after a skip
@@ -512,7 +520,10 @@ class _Aggregator:
             return
         item = (name, line, text.strip())
         if model.is_exception_line(text):
-            self.last_exception = item
+            if model.is_consequence(text):
+                self.last_consequence = item
+            else:
+                self.last_exception = item
         if len(self.unexplained) < MAX_LINES:
             self.unexplained.append(item)
 
@@ -559,9 +570,14 @@ class _Aggregator:
         errors = [m for m in self.by_id.values() if not m.benign]
         if errors and any(m.sig.tier != "symptom" for m in errors):
             return None
-        verdict = model.classify(self.unexplained, self.last_exception)
-        if verdict is None or (errors and verdict.score <= 0):
-            return None
+        # the root cause first: when some error line is not a consequence (a peer reset the
+        # connection, a watchdog timed out, a process exited, "see root cause above"), the
+        # consequences neither give the salient line nor vote
+        causes = [item for item in self.unexplained if not model.is_consequence(item[2])]
+        last = self.last_exception or (None if causes else self.last_consequence)
+        verdict = model.classify(causes or self.unexplained, last)
+        if verdict is None or (errors and verdict.score <= 0 and not causes):
+            return None  # (an explicit error no signature explains, beside symptoms: the cause)
         sig = fallback_signature(verdict.category, model)
         name, line = verdict.where
         m = Match(sig=sig, count=1, first_file=name, first_line=line, excerpt=verdict.line,
@@ -574,13 +590,13 @@ class _Aggregator:
     def report(self, sources: list[str], elapsed: float,
                fallback: FallbackModel | None = None) -> Report:
         found = list(self.by_id.values())
-        if fallback is not None and not (self.unexplained or self.last_exception
+        if fallback is not None and not (self.unexplained or self.last_exception or self.last_consequence
                                          or any(m.hard for m in found if not m.benign)):
             # only soft lines (INFO, "falling back", "deprecated" ...) and no error line: a
             # signature that matched them is not an answer by itself
             found = [m for m in found if m.benign]
         fb = self._fallback_match(fallback) if fallback is not None else None
-        matches = sorted(found, key=Match.sort_key)
+        matches = order(found)
         if fb is not None:  # ahead of symptoms and benign lines, behind nothing else
             matches.insert(0, fb)
         notes = list(self.notes)
@@ -590,6 +606,25 @@ class _Aggregator:
         return Report(matches=matches, sources=sources, bytes_scanned=self.bytes,
                       lines_scanned=self.lines, candidate_lines=self.candidates,
                       elapsed_s=elapsed, notes=notes)
+
+
+def order(found: list[Match]) -> list[Match]:
+    """The matches best first (:meth:`Match.sort_key`), the root cause ahead of its consequences.
+
+    Time: a match whose line carries no timestamp and follows none in its file (a traceback pasted
+    above a timestamped log, a wrapper's lines before the engine's) happened before the first
+    timestamped match after it in the same file, since a file is written in order; it takes that
+    time, so it is not ranked behind every timestamped match of another file or line."""
+    stamped: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for m in found:
+        if m.ts is not None:
+            stamped[m.first_file].append((m.first_line, m.ts))
+    when: dict[int, float | None] = {}
+    for m in found:
+        if m.ts is None:
+            later = [ts for line, ts in stamped.get(m.first_file, ()) if line > m.first_line]
+            when[id(m)] = min(later) if later else None
+    return sorted(found, key=lambda m: m.sort_key(when.get(id(m), m.ts)))
 
 
 _DEFAULT: Scanner | None = None
