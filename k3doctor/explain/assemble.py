@@ -44,13 +44,15 @@ anchored at the start of the lines after the few full ones. A logical line stops
 from __future__ import annotations
 
 import re
-from itertools import compress, count
+from itertools import compress, count, islice
+from operator import ne
 
 __all__ = ["wrapped_groups", "join_pieces", "logical_lines", "MIN_WIDTH", "SLACK", "MAX_JOINED"]
 
 MIN_WIDTH = 40           # a block whose longest line is shorter is not taken for a wrapped one
 SLACK = 24               # a full line is at most this much shorter than the width
 LONG_WIDTH = 200         # wider blocks are not searched for a long word pushed to the next line
+_MANY = 1024             # more full lines than this: lines equal to the next dropped in one pass
 MAX_JOINED = 16 << 10    # bytes of one logical line (the scanner hands 16 Ki characters to stage 2)
 
 _BORDER = (b"\xe2\x94\x82", b"\xe2\x94\x83", b"\xe2\x95\x91", b"|")   # │ ┃ ║ |
@@ -135,23 +137,13 @@ def _lead(line: bytes) -> int:
 
 
 def _width(lines: list[bytes], lens: list[int]) -> int:
-    """The wrap width of the block: its longest line, trailing blanks and borders left out.
-    Only lines whose raw length can reach the answer are trimmed (a few, in an ordinary log)."""
+    """The wrap width of the block: how far its lines reach (:func:`_extent`). Only the lines whose
+    length can reach the answer are looked at, each distinct text once (a log repeats its lines)."""
     floor = max(lens)
     width = 0
-    at = lens.index(floor)
-    while True:  # the longest lines first (a few): most blocks end here
-        width = max(width, _extent(lines[at]))
-        try:
-            at = lens.index(floor, at + 1)
-        except ValueError:
-            break
-    if width >= floor:
-        return width
-    floor = max(width, MIN_WIDTH)
     while True:
-        for i in compress(count(), map(floor.__le__, lens)):
-            width = max(width, _extent(lines[i]))
+        texts = set(compress(lines, map(floor.__le__, lens)))
+        width = max(width, max(map(_extent, texts)))
         if width >= floor or floor <= MIN_WIDTH:
             return width
         floor = max(width, MIN_WIDTH)
@@ -190,6 +182,8 @@ def wrapped_groups(buf: bytes, lines: list[bytes] | None = None) -> tuple[dict[i
         starts = [m.start() + 1 for m in _LONG_NEXT.finditer(buf)]
         full.update(i - 1 for i in _line_of(buf, starts) if lens[i - 1] >= low)
     full.discard(last)
+    if len(full) > _MANY:  # a line printed again (every rank, every retry) is a record of its own
+        full.intersection_update(compress(count(), map(ne, lines, islice(lines, 1, None))))
     # each seam: line i continues into line i + 1; (clean: the next line starts like no record,
     # cut: line i is exactly the width, fold's cut)
     seams: dict[int, tuple[int, bool, bool]] = {}
