@@ -98,10 +98,12 @@ def test_top1_on_the_heldout_split(prefilter):
     written from these rows, and the misses are reported by count only. 0.79 became 0.78 when the
     soft-line rule (benign alarms on the held-out benign lines 7 -> 1) cost one held-out row
     (311 -> 310 of 393); log mode now gives exactly the text-mode answer (was gated at 0.74).
-    Round 7 added 44 held-out rows (341/437 before its rule changes, 344/437 after): 0.784."""
+    Round 7 added 44 held-out rows (341/437 before its rule changes, 344/437 after): 0.784.
+    Issue 12's ordering (a consequence line no longer gives the fallback its salient line): 345/437,
+    0.789."""
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.784, len(misses)
+    assert acc >= 0.789, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:

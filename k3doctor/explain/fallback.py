@@ -217,7 +217,10 @@ class FallbackModel:
     def is_consequence(self, text: str) -> bool:
         """A line that reports a consequence (a peer reset the connection, a watchdog or heartbeat
         timed out, a process exited or was killed, "see root cause above"), not what went wrong."""
-        return self.consequence is not None and bool(self.consequence.search(clean_line(text[:LINE_CHARS])))
+        if self.consequence is None:
+            return False
+        head = clean_line(text[:LINE_CHARS])
+        return bool(self.consequence.search(head) or self.consequence.search(strip_log_prefix(head)))
 
     def is_exception_line(self, text: str) -> bool:
         return bool(self.exception_line.search(clean_line(text[:LINE_CHARS])))

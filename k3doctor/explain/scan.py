@@ -574,10 +574,14 @@ class _Aggregator:
         # connection, a watchdog timed out, a process exited, "see root cause above"), the
         # consequences neither give the salient line nor vote
         causes = [item for item in self.unexplained if not model.is_consequence(item[2])]
-        last = self.last_exception or (None if causes else self.last_consequence)
-        verdict = model.classify(causes or self.unexplained, last)
-        if verdict is None or (errors and verdict.score <= 0 and not causes):
-            return None  # (an explicit error no signature explains, beside symptoms: the cause)
+        verdict = model.classify(causes, self.last_exception) if causes else None
+        # an explicit error no signature explains, beside symptoms only, is their cause: it comes
+        # first even without a category word
+        cause_first = verdict is not None
+        if verdict is None:  # only consequences, or the other lines are no explicit error
+            verdict = model.classify(self.unexplained, self.last_exception or self.last_consequence)
+        if verdict is None or (errors and verdict.score <= 0 and not cause_first):
+            return None
         sig = fallback_signature(verdict.category, model)
         name, line = verdict.where
         m = Match(sig=sig, count=1, first_file=name, first_line=line, excerpt=verdict.line,
