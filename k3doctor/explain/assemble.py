@@ -136,17 +136,16 @@ def _lead(line: bytes) -> int:
     return m.end() if m else 0
 
 
-def _width(lines: list[bytes], lens: list[int]) -> int:
+def _width(lines: list[bytes], lens: list[int], near: list[int]) -> int:
     """The wrap width of the block: how far its lines reach (:func:`_extent`). Only the lines whose
-    length can reach the answer are looked at, each distinct text once (a log repeats its lines)."""
+    length can reach the answer are looked at (``near``: the indices of the lines within SLACK of
+    the longest, first), each distinct text once (a log repeats its lines)."""
     floor = max(lens)
-    width = 0
-    while True:
-        texts = set(compress(lines, map(floor.__le__, lens)))
-        width = max(width, max(map(_extent, texts)))
-        if width >= floor or floor <= MIN_WIDTH:
-            return width
+    width = max(map(_extent, {lines[i] for i in near if lens[i] == floor}))
+    while width < floor and floor > MIN_WIDTH:
         floor = max(width, MIN_WIDTH)
+        width = max(width, max(map(_extent, set(compress(lines, map(floor.__le__, lens))))))
+    return width
 
 
 def _line_of(buf: bytes, offsets: list[int]) -> list[int]:
@@ -168,15 +167,18 @@ def wrapped_groups(buf: bytes, lines: list[bytes] | None = None) -> tuple[dict[i
     if len(lines) < 2:
         return {}, 0
     lens = list(map(len, lines))
-    if max(lens) < MIN_WIDTH:
+    top = max(lens)
+    if top < MIN_WIDTH:
         return {}, 0
-    width = _width(lines, lens)
+    near = list(compress(count(), map((top - SLACK).__le__, lens)))
+    width = _width(lines, lens, near)
     if width < MIN_WIDTH:
         return {}, width
     low = width // 4
     high = max(low, width - SLACK)
     last = len(lines) - 1
-    full = set(compress(count(), map(high.__le__, lens)))
+    # (the lines near the longest are the full ones, unless a border or padding shortened it)
+    full = set(near) if high == top - SLACK else set(compress(count(), map(high.__le__, lens)))
     if low < high and width <= LONG_WIDTH:
         # a shorter line, where the next line starts with a word longer than SLACK
         starts = [m.start() + 1 for m in _LONG_NEXT.finditer(buf)]

@@ -34,9 +34,6 @@ MAX_EXAMINED = 20_000
 TAIL_LINES = 2_000
 _Hits = list[tuple[Signature, dict[str, str]]]
 _Memo = dict[str, tuple[_Hits, bool]]
-#: a line to examine: (start byte, end byte, line index, the logical line's bytes when it joins
-#: several physical lines (else None: ``buf[start:end]``), its glued reading or None)
-_Span = tuple[int, int, int, "bytes | None", "bytes | None"]
 MAX_LINE = 1 << 20       # bytes of one line scanned; the rest of a longer line is skipped
 LINE_CAP = 16 << 10      # characters of one line handed to stage 2
 CONTEXT_BYTES = 16 << 10  # how far back a signature's ``context`` regex may look
@@ -374,44 +371,50 @@ class Scanner:
             memo[key] = (hits, hard)
         return hits, hard
 
-    def _assembled(self, buf: bytes, spans: list[tuple[int, int, int]], prefilter: bool) -> list[_Span]:
+    def _assembled(self, buf: bytes, spans: list[tuple[int, int, int]], prefilter: bool
+                   ) -> tuple[list[tuple[int, int, int]], dict[int, tuple[bytes, bytes | None]]]:
         """``spans`` with the physical lines of each wrapped line replaced by the logical line
-        (:mod:`.assemble`). In log mode a logical line is examined when one of its pieces is a
+        (:mod:`.assemble`), and the logical lines by their first line index: ``(line, glued
+        reading or None)``. In log mode a logical line is examined when one of its pieces is a
         candidate or the joined text carries an anchor (one cut in two by the wrap), so both modes
         examine every logical line that can matter and give the same answer."""
         joined = logical_lines(buf)
         if not joined:
-            return [(st, en, i, None, None) for st, en, i in spans]
+            return spans, {}
         # pieces of a logical line: the index range first..last (a piece holds no newline)
-        ranges = []
-        for st, en, first, _line, _glued in joined:
-            ranges.append((first, first + buf.count(b"\n", st, en)))
-        inside = {i: k for k, (a, b) in enumerate(ranges) for i in range(a, b + 1)}
-        keep = set(range(len(joined)))
+        inside = {i: k for k, (st, en, first, _l, _g) in enumerate(joined)
+                  for i in range(first, first + buf.count(b"\n", st, en) + 1)}
+        keep: Iterable[int] = range(len(joined))
         if prefilter and not self.prefilter.every_line:
             texts = [line if glued is None else line + b"\n" + glued for _s, _e, _f, line, glued in joined]
             owner = [k for k, t in enumerate(texts) for _ in range(t.count(b"\n") + 1)]
             hit_lines, _n = self.prefilter.candidates(b"\n".join(texts))
             keep = {owner[i] for _s, _e, i in hit_lines} | {inside[i] for _s, _e, i in spans if i in inside}
-        out: list[_Span] = [(st, en, i, None, None) for st, en, i in spans if i not in inside]
-        out += [(st, en, first, line, glued) for k, (st, en, first, line, glued) in enumerate(joined) if k in keep]
-        out.sort(key=lambda s: s[2])
-        return out
+        out = [span for span in spans if span[2] not in inside]
+        out += [(joined[k][0], joined[k][1], joined[k][2]) for k in keep]
+        out.sort(key=lambda span: span[2])
+        return out, {first: (line, glued) for _s, _e, first, line, glued in joined}
 
     def _scan_block(self, buf: bytes, name: str, file_index: int, line_base: int,
                     agg: "_Aggregator", prefilter: bool, tail: bytes = b"") -> int:
         physical, newlines = self.prefilter.candidates(buf) if prefilter else self._all_spans(buf)
-        spans = self._assembled(buf, physical, prefilter)
+        spans, joined = self._assembled(buf, physical, prefilter)
         memo = agg.memo
         last_raw, text = b"", ""
-        for st, en, idx, joined, glued in spans:
+        alt: str | None = None
+        for st, en, idx in spans:
             line = line_base + idx
             agg.candidates += 1
-            raw = buf[st:en] if joined is None else joined
+            got = joined.get(idx) if joined else None
+            if got is None:
+                raw, alt = buf[st:en], None
+            else:  # a wrapped line, rejoined
+                raw, alt = got[0], (None if got[1] is None else _decode(got[1]))
             if raw != last_raw:  # the same line again (a repeated error) is decoded once
                 last_raw = raw
-                text = _decode(raw)
-            alt = None if glued is None else _decode(glued)
+                text = strip_ansi(raw[: LINE_CAP * 4].decode("utf-8", "replace")).rstrip("\r")
+                if len(text) > LINE_CAP:
+                    text = text[:LINE_CAP]
 
             def ctx(st: int = st) -> str:
                 lo = max(0, st - CONTEXT_BYTES)
