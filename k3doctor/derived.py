@@ -85,10 +85,10 @@ def derive_plan(launch: LaunchSpec, gpu_spec: "GpuSpec", inventory: "Inventory",
                 options: Mapping[str, Any], packages: Mapping[str, Any] | None = None,
                 model: Mapping[str, Any] | None = None) -> "Plan":
     """The per-rank memory plan of this launch on these GPUs (``Skip`` when it cannot be made)."""
-    from .memory.plan import PlanError, compute_plan, parallel_from_launch
+    from .memory.plan import PlanError, compute_plan
 
     vllm_version = (packages or {}).get("vllm") or None if launch.engine == "vllm" else None
-    par = parallel_from_launch(launch, concurrency=options.get("concurrency"))
+    par = launch.placement(concurrency=options.get("concurrency"))
     # GPUs per node: the option, else the devices of this node / target profile (the launch
     # fact's own figure is world/nnodes, which says nothing when --nnodes is absent)
     par.gpus_per_node = int(options.get("gpus_per_node") or len(gpu.get("devices") or ()))

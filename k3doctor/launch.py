@@ -18,10 +18,13 @@ import shlex
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
 
 from .factbase import Fact, _int, _str
 from .parallelism import world_size
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .memory.placement import Parallel
 
 __all__ = ["LaunchSpec", "LaunchError", "parse_launch", "parse_env_file", "ENGINES"]
 
@@ -249,6 +252,39 @@ class LaunchSpec(Fact):
     def to_dict(self) -> dict[str, Any]:
         """The ``launch`` fact's JSON document."""
         return self.to_json()
+
+    def placement(self, **over: Any) -> "Parallel":
+        """This launch as the memory planner's :class:`~k3doctor.memory.placement.Parallel` (the
+        parallel layout and every flag that changes what a rank holds), with ``over`` replacing
+        fields that are not None (``concurrency``, or a what-if layout of ``plan --search``)."""
+        from .launchflags import flag_number, redundant_experts, vllm_mtp_draft
+        from .memory.placement import Parallel
+
+        engine, flags = self.engine or "sglang", self.flags
+        ep = (2 if self.enable_expert_parallel else 1) if engine == "vllm" else self.ep
+        par = Parallel(
+            engine=engine, tp=self.tp, ep=ep, pp=self.pp, dp=self.dp, dp_attention=self.enable_dp_attention,
+            dcp=self.dcp, nnodes=self.nnodes, gpus_per_node=self.gpus_per_node, moe_backend=self.moe_runner_backend,
+            a2a_backend=self.moe_a2a_backend, dp_lm_head=self.enable_dp_lm_head, load_format=self.load_format,
+            kv_cache_dtype=self.kv_cache_dtype, mem_fraction=self.mem_fraction, context=self.context_length,
+            mamba_ssm_dtype=self.mamba_ssm_dtype, cuda_graph_max_bs=self.cuda_graph_max_bs,
+            chunked_prefill_size=self.chunked_prefill_size if engine == "sglang" else None,
+            max_num_batched_tokens=self.chunked_prefill_size if engine == "vllm" else None,
+            max_running=self.max_running_requests,
+            speculative=bool(self.speculative_algorithm or self.speculative_config),
+            mtp_draft=vllm_mtp_draft(engine, self.speculative_config),
+            shared_experts_fusion=not flags.get("--disable-shared-experts-fusion"),
+            language_only=bool(flags.get("--language-model-only")),
+            mamba_ratio=flag_number(flags, "--mamba-full-memory-ratio", float),
+            moe_dense_tp_size=flag_number(flags, "--moe-dense-tp-size", int),  # type: ignore[arg-type]
+            redundant_experts=redundant_experts(engine, flags),
+            mm_encoder_dp=str(flags.get("--mm-encoder-tp-mode") or "") == "data",
+            env=dict(self.env),
+        )
+        for k, v in over.items():
+            if v is not None:
+                setattr(par, k, v)
+        return par
 
 
 def _lenient(value: Any, kind: str, default: Any) -> Any:

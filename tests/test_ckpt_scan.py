@@ -229,3 +229,20 @@ def test_a_dtype_that_is_not_a_string_is_an_unknown_dtype(tmp_path: Path, dtype:
     p.write_bytes(struct.pack("<Q", len(raw)) + raw + b"x")
     res = read_header(str(p), p.name)
     assert [q["kind"] for q in res.problems][:1] == ["unknown_dtype"], res.problems
+
+
+@pytest.mark.parametrize("shape", [[True, 4], [-2, -2], [2.0, 2], ["2", 2]])
+def test_a_shape_that_is_not_non_negative_integers_is_a_bad_entry(tmp_path: Path, shape: list) -> None:
+    """safetensors refuses a boolean, negative, float or string dimension; the fast path once let
+    [True, 4] and [-2, -2] through (their products are the right byte count)."""
+    import struct
+
+    raw = json.dumps({"a": {"dtype": "U8", "shape": shape, "data_offsets": [0, 4]}}, separators=(",", ":")).encode()
+    p = tmp_path / "model.safetensors"
+    p.write_bytes(struct.pack("<Q", len(raw)) + raw + b"xxxx")
+    res = read_header(str(p), p.name)
+    assert [q["kind"] for q in res.problems][:1] == ["bad_entry"], res.problems
+    safetensors = pytest.importorskip("safetensors")
+    with pytest.raises(Exception):
+        with safetensors.safe_open(str(p), framework="np"):
+            pass

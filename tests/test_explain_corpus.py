@@ -86,10 +86,13 @@ def test_split_is_by_thread_and_fixed_by_rule():
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
 def test_top1_on_the_development_split(prefilter):
     """Gate just under the figure since rounds 4 and 5 added fresh dev rows (many labelled by a
-    thread's conclusion that the message alone cannot show; docs/validation.md)."""
+    thread's conclusion that the message alone cannot show; docs/validation.md). 0.945 became
+    0.94 with round 7c: its 24 dev rows took the figure to 824/874 (94.3%), and the precision
+    gates (a fallback verdict needs a hard error line, a WARNING line that names no failure is
+    soft) cost 2 more rows for 3 fewer dev and 4 fewer held-out benign alarms: 822/874 (94.05%)."""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
-    assert acc >= 0.945, misses  # log mode answers what text mode does (the prefilter is exact)
+    assert acc >= 0.94, misses  # log mode answers what text mode does (the prefilter is exact)
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -99,11 +102,12 @@ def test_top1_on_the_heldout_split(prefilter):
     soft-line rule (benign alarms on the held-out benign lines 7 -> 1) cost one held-out row
     (311 -> 310 of 393); log mode now gives exactly the text-mode answer (was gated at 0.74).
     Round 7 added 44 held-out rows (341/437 before its rule changes, 344/437 after): 0.784.
-    Issue 12's ordering (a consequence line no longer gives the fallback its salient line): 345/437,
-    0.789."""
+    Round 7c added 20 (361/457, 79.0%); the precision gates cost 4 of them (357/457, 78.1%) for
+    held-out benign alarms 7 -> 3: 0.78. Issue 12 (line assembly; a consequence line no longer
+    gives the fallback its salient line): 358/457, 0.783."""
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.789, len(misses)
+    assert acc >= 0.783, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
@@ -136,10 +140,13 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     lines, 4 of them flagged: 5 of 154. The rules written from round 7b's development rows (log
     levels read in more formats, notices that skip a step / name what they go without / cost
     speed / use a default, two benign signatures) took the development alarms from 8 to 0 and
-    left the held-out count at 5. This gate holds the published figure (docs/validation.md) and
-    fails on any further alarm; it reports a count only."""
+    left the held-out count at 5. Round 7c (122 fresh lines, 5 flagged before use) made it 7 of
+    198; the precision gates (a fallback verdict needs a hard error line; soft matches need a
+    hard line beside them; a WARNING line that names no failure is soft) took it to 3. This gate
+    holds the published figure (docs/validation.md) and fails on any further alarm; it reports a
+    count only."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 5, f"{n} held-out benign lines flagged"
+    assert n <= 3, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():

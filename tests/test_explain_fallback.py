@@ -64,6 +64,83 @@ def test_an_error_under_an_informational_tag_is_not_soft(line):
     assert SCANNER.fallback is not None and not SCANNER.fallback.is_soft_line(line)
 
 
+# -- the precision gates: a verdict needs a line that names its failure --------------------------
+# made-up lines in the engines' shapes (no corpus row): a notice pasted without its level uses the
+# same words as an error ("not found", "Failed to", "not supported", "exceeds")
+_BARE_NOTICES = [
+    "[2026-01-02 03:04:05 TP0] Frobnicator weight not found in params_dict, skipped",
+    "Cannot use the fused qqzzy kernel on this device.",
+    "Failed to import qqzzy_ext",
+    "Qqzzy communicator: device capability 7.0 not supported, communicator is not available.",
+    "Tensor parallel size (16) exceeds available GPUs (8).",
+]
+
+
+@pytest.mark.parametrize("line", _BARE_NOTICES)
+@pytest.mark.parametrize("prefilter", [False, True])
+def test_a_bare_line_that_names_no_failure_gets_no_fallback_verdict(line, prefilter):
+    assert SCANNER.fallback is not None and SCANNER.fallback.is_error_line(line)
+    assert not SCANNER.fallback.is_hard_error_line(line)
+    assert all(m.benign for m in matches(line, prefilter)), [m.sig.id for m in matches(line, prefilter)]
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: Frobnicator weight not found in params_dict",      # an exception name
+    "qqzzy_init: socket connect failed with error 12",                # "error"
+    "ERROR 01-02 03:04:05 [qqzzy.py:1] Frobnicator weight not found",  # an error level
+    "h:1:2 [0] qqzzy.cc:7 NCCL WARN Frobnicator is available but not working",  # NCCL's error level
+    "[E102 03:04:05.000 7 qqzzy.cpp:1] socket handshake not found",  # glog E
+    "qqzzy: connect to peer 10.0.0.2 port 22: Connection refused",    # the C library's message
+    "Unable to create qqzzy socket.",                                  # a failure verb
+    "qqzzy version mismatch between driver and library",
+    "runtimeerror: frobnicator weight not found in params_dict",      # a lower-cased paste
+])
+@pytest.mark.parametrize("prefilter", [False, True])
+def test_a_line_that_names_its_failure_gets_a_fallback_verdict(line, prefilter):
+    assert SCANNER.fallback is not None and SCANNER.fallback.is_hard_error_line(line)
+    ms = matches(line, prefilter)
+    assert ms and ms[0].sig.id.startswith(FALLBACK_PREFIX), [m.sig.id for m in ms]
+
+
+def test_the_fallback_quotes_the_first_hard_line_not_the_first_error_line():
+    text = "Cannot use the fused qqzzy kernel on this device.\nqqzzy_init: socket connect failed with error 12"
+    ms = matches(text)
+    assert ms[0].sig.id.startswith(FALLBACK_PREFIX) and "error 12" in ms[0].excerpt
+
+
+@pytest.mark.parametrize("prefilter", [False, True])
+def test_a_warning_line_that_names_no_failure_needs_a_hard_line_beside_it(prefilter):
+    notice = ("WARNING 11-30 10:00:00 [fa_utils.py:90] Cannot use FA version 3 is not supported due to FA3 "
+              "is only supported on devices with compute capability >= 8 excluding 8.6 and 8.9")
+    assert SCANNER.fallback is not None and SCANNER.fallback.is_soft_line(notice)
+    assert all(m.benign for m in matches(notice, prefilter))
+    # a weak line beside it does not corroborate; a hard one does
+    assert all(m.benign for m in matches(notice + "\n" + _BARE_NOTICES[0], prefilter))
+    ids = [m.sig.id for m in matches(notice + "\nRuntimeError: worker exited with code 1", prefilter)]
+    assert "fa3-capability" in ids
+
+
+@pytest.mark.parametrize("line", [
+    # WARNING lines that name their failure stay hard: their signature answers alone
+    "[W socket.cpp:601] [c10d] The client socket has failed to connect to [::ffff:10.0.0.2]:55121 "
+    "(errno: 110 - Connection timed out).",
+    "2022-08-11 17:52:21,412 WARNING worker.py:1799 -- The node with node id: c118 and address: 10.0.3.192 "
+    "has been marked dead because the detector has missed too many heartbeats from it.",
+])
+def test_a_warning_line_that_names_its_failure_is_not_soft(line):
+    assert SCANNER.fallback is not None and not SCANNER.fallback.is_soft_line(line)
+    assert any(not m.benign for m in matches(line))
+
+
+def test_without_the_gates_the_fallback_answers_a_bare_notice():
+    """The gates are what keeps these lines quiet (benchmarks/explain_gates.py measures each)."""
+    import dataclasses
+
+    assert SCANNER.fallback is not None
+    ungated = Scanner(fallback=dataclasses.replace(SCANNER.fallback, gates=frozenset()))
+    assert any(not m.benign for m in ungated.explain_bytes(_BARE_NOTICES[0].encode()).matches)
+
+
 # -- the fallback -------------------------------------------------------------------------------
 def test_an_unknown_error_gets_a_low_confidence_category_with_the_line_and_next_step():
     line = "RuntimeError: frobnicator handshake with peer 10.1.2.3 over the ibv_ transport timed out"

@@ -96,3 +96,18 @@ def test_no_nested_unbounded_quantifiers() -> None:
 def test_the_check_above_would_catch_a_nested_quantifier() -> None:
     assert any(d > 0 and u for d, u in _repeats(r"(?:\w+\s?)+x"))
     assert not any(d > 0 and u for d, u in _repeats(r"(?: \([^)]{0,200}\))?\d+"))
+
+
+def test_the_fallback_markers_have_no_nested_unbounded_quantifiers() -> None:
+    """The markers (error, strong, hard, exception, not_error, info_level, hedge) run on every
+    candidate line's first LINE_CHARS characters; they stay linear like the signatures."""
+    from importlib import resources
+
+    from k3doctor.explain.kb import tomllib
+
+    text = (resources.files("k3doctor.explain") / "kb" / "fallback.toml").read_text(encoding="utf-8")
+    markers = tomllib.loads(text)["markers"]
+    assert "hard" in markers
+    bad = [f"{key}: {p}" for key, pats in markers.items() for p in pats
+           if any(unbounded and depth > 0 for depth, unbounded in _repeats(p))]
+    assert not bad, "nested unbounded quantifiers:\n" + "\n".join(bad)

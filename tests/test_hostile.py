@@ -366,3 +366,16 @@ def test_hash_stops_at_the_size_the_file_had() -> None:
 
     r = hash_files([HashJob("/proc/self/pagemap", "pagemap", "sha256", 0)])[0]
     assert r["bytes"] == 0 and r["actual"] == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+@pytest.mark.slow
+def test_plan_on_a_99mb_header_is_bounded(tmp_path: Path) -> None:
+    """plan --model reads headers through the checkpoint scan's bounds (its own regex reader took
+    20 s and 1.4 GB on this header)."""
+    d = tmp_path / "big"
+    d.mkdir()
+    _big_header(d / "model.safetensors")
+    (d / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}))
+    r = run_cli("plan", "--model", str(d), "--target", "h200", "--tp", "1", limit=TIME_LIMIT_S * 2)
+    assert_clean(r, rcs=(2,), limit=TIME_LIMIT_S * 2)
+    assert "model.safetensors" in r["err"] and "tensor names" in r["err"], r["err"][-600:]

@@ -13,7 +13,9 @@ import pytest
 from k3doctor.launch import parse_launch
 from k3doctor.memory.inventory import load_inventory, read_config_any, with_launch_quantization_inventory
 from k3doctor.memory.placement import Parallel, PlanError, pp_partition, stage_weights, validate_parallel
-from k3doctor.memory.plan import _redundant_experts, compute_plan, parallel_from_launch, resolve_gpu
+from k3doctor.launch import LaunchSpec
+from k3doctor.launchflags import redundant_experts
+from k3doctor.memory.plan import compute_plan, resolve_gpu
 from k3doctor.memory.quantscheme import linear_tensors, merge_hf_quant_config, parse_quant
 from k3doctor.memory.spec import UnknownArchitecture, spec_from_config
 from k3doctor.memory.synth import tensor_nbytes
@@ -34,7 +36,7 @@ def _weights(cfg: dict, launch: str = "vllm serve m", gpu: str = "h100") -> floa
     inv = load_inventory(None, config=cfg)
     spec = parse_launch(shlex.split(launch)).to_dict()
     inv = with_launch_quantization_inventory(inv, spec)
-    par = parallel_from_launch(spec)
+    par = LaunchSpec.of(spec).placement()
     return compute_plan(inv, par, resolve_gpu(gpu), model_name="m").max_rank_weights_bytes / GiB
 
 
@@ -158,7 +160,7 @@ def test_pp_places_embedding_first_head_last_and_reports_the_largest_stage():
     ("vllm", {"--num-redundant-experts": "16"}, 0),  # without --enable-eplb vLLM ignores it
 ])
 def test_redundant_expert_spellings(engine, flags, n):
-    assert _redundant_experts(engine, flags) == n
+    assert redundant_experts(engine, flags) == n
 
 
 def test_redundant_experts_make_an_ep_size_possible_and_cost_memory():
@@ -185,7 +187,7 @@ def test_an_architecture_not_in_the_table_gets_a_generic_projection():
     assert spec.family == "generic" and spec.approximate and "generic projection" in spec.notes[0]
     assert _weights(cfg) == pytest.approx(_weights(LLAMA_8B), rel=0.01)
     inv = load_inventory(None, config=cfg)
-    plan = compute_plan(inv, parallel_from_launch({"engine": "vllm"}), resolve_gpu("h100"), model_name="m")
+    plan = compute_plan(inv, LaunchSpec.of({"engine": "vllm"}).placement(), resolve_gpu("h100"), model_name="m")
     assert any(n.startswith("APPROXIMATE") for n in plan.notes)
     with pytest.raises(UnknownArchitecture, match="lacks num_hidden_layers"):
         spec_from_config({k: v for k, v in cfg.items() if k != "num_hidden_layers"})

@@ -10,7 +10,8 @@ from pathlib import Path
 from k3doctor.launch import parse_launch
 from k3doctor.memory.inventory import load_inventory, read_config_any
 from k3doctor.memory.placement import Parallel, classify, stage_weights
-from k3doctor.memory.plan import compute_plan, parallel_from_launch, resolve_gpu
+from k3doctor.launch import LaunchSpec
+from k3doctor.memory.plan import compute_plan, resolve_gpu
 from k3doctor.memory.rope import rope_cache_bytes, rope_tables
 from k3doctor.memory.spec import spec_from_config
 from k3doctor.memory.synth import synthesise
@@ -25,7 +26,7 @@ def _names(cfg: dict) -> dict[str, str]:
 
 def _rank_gib(cfg: dict, launch: str, gpu: str = "h200") -> dict[str, float]:
     inv = load_inventory(None, config=cfg)
-    par = parallel_from_launch(parse_launch(shlex.split(launch)).to_dict())
+    par = LaunchSpec.of(parse_launch(shlex.split(launch)).to_dict()).placement()
     plan = compute_plan(inv, par, resolve_gpu(gpu), model_name="m")
     return {k: v / GiB for k, v in plan.stages[0].components.items()}
 
@@ -167,9 +168,9 @@ def test_vllm_mtp_draft_is_counted_sglang_draft_is_not():
     mtp = base + " --speculative-config '{\"method\": \"mtp\", \"num_speculative_tokens\": 2}'"
     plain, drafted = _rank_gib(DSV4, base), _rank_gib(DSV4, mtp)
     assert "mtp" not in plain and 0.5 < drafted["mtp"] < 2.0  # one layer (its experts / 4), no embed/head
-    assert parallel_from_launch(parse_launch(shlex.split(mtp)).to_dict()).mtp_draft
+    assert LaunchSpec.of(parse_launch(shlex.split(mtp)).to_dict()).placement().mtp_draft
     sg = parse_launch(shlex.split("sglang serve --model-path m --tp 4 --speculative-algorithm EAGLE")).to_dict()
-    assert not parallel_from_launch(sg).mtp_draft
+    assert not LaunchSpec.of(sg).placement().mtp_draft
     # a DeepSeek-V3-style MTP layer (model.layers.61) drops its embedding / head copies
     v3 = load_inventory("deepseek-ai/DeepSeek-V3")
     mtp_roles = {classify(g, v3.spec) for g in v3.groups if g.layer >= v3.spec.layers}
@@ -210,4 +211,4 @@ def test_disable_shared_experts_fusion_reaches_the_plan():
     on = parse_launch(shlex.split("sglang serve --model-path deepseek-ai/DeepSeek-V3 --tp 8")).to_dict()
     off = parse_launch(shlex.split("sglang serve --model-path deepseek-ai/DeepSeek-V3 --tp 8 "
                                    "--disable-shared-experts-fusion")).to_dict()
-    assert parallel_from_launch(on).shared_experts_fusion and not parallel_from_launch(off).shared_experts_fusion
+    assert LaunchSpec.of(on).placement().shared_experts_fusion and not LaunchSpec.of(off).placement().shared_experts_fusion

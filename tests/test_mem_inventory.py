@@ -130,25 +130,14 @@ def test_fast_header_scan_equals_the_checkpoint_reader(tmp_path):
         assert max(shards.values()) == inv.max_shard_bytes
 
 
-def test_forked_header_sum_equals_the_serial_one(tmp_path, monkeypatch, k3_dir):
-    from k3doctor.memory import inventory as I
+def test_plan_and_check_read_headers_through_one_reader(tmp_path, k3_dir):
+    """`plan --model DIR` folds the headers through the checkpoint scan, as `check --model` does:
+    the same inventory document either way (one reader, one set of bounds)."""
+    from k3doctor.memory.inventory import inventory_from_fact
+    from k3doctor.probes.checkpoint import model_fact
 
-    k3_files = sorted(k3_dir.glob("*.safetensors"))  # 96 shards: above the fork threshold
-    assert len(k3_files) >= I._FORK_MIN_SHARDS
-    k3_forked = I._aggregate_forked(k3_files)
-    assert k3_forked is not None and k3_forked == I._aggregate_files(k3_files)
-    monkeypatch.setattr(I, "_FORK_MIN_SHARDS", 2)
-    make_deepseek_v3_fp8(tmp_path / "ds")
-    files = sorted((tmp_path / "ds").glob("*.safetensors"))
-    forked = I._aggregate_forked(files)
-    assert forked is not None and forked == I._aggregate_files(files)
-    # a corrupt shard in the child's half is reported like one in this process's half
-    bad = files[-1]
-    bad.write_bytes((1 << 40).to_bytes(8, "little") + bad.read_bytes()[8:])  # implausible header length
-    with pytest.raises(InventoryError, match=bad.name):
-        I._aggregate_forked(files)
-    with pytest.raises(InventoryError, match=bad.name):
-        I._aggregate_files(files)
+    fact = model_fact(k3_dir)
+    assert _full(load_inventory(k3_dir)) == _full(inventory_from_fact(fact["inventory"], str(k3_dir)))
 
 
 # -- the inventory inside the model fact (one header parse for CKPT and MEM) ---------------------
@@ -266,7 +255,6 @@ def test_check_with_model_parses_each_shard_header_once(tmp_path, k3_dir, monkey
     import os
 
     import k3doctor.ckpt.shard_scan as scan_mod
-    from k3doctor.memory import inventory
 
     log = tmp_path / "reads.log"
 
@@ -277,18 +265,13 @@ def test_check_with_model_parses_each_shard_header_once(tmp_path, k3_dir, monkey
         finally:
             os.close(fd)
 
-    real_scan_read, real_mem_read = scan_mod.read_header, inventory._read_header
+    real_scan_read = scan_mod.header_bytes
 
-    def scan_read(path, file, **kw):
+    def scan_read(path, file, *a, **kw):  # the scan's one read of a header (a memo hit parses none)
         note("ckpt", path)
-        return real_scan_read(path, file, **kw)
+        return real_scan_read(path, file, *a, **kw)
 
-    def mem_read(f):
-        note("mem", f)
-        return real_mem_read(f)
-
-    monkeypatch.setattr(scan_mod, "read_header", scan_read)
-    monkeypatch.setattr(inventory, "_read_header", mem_read)
+    monkeypatch.setattr(scan_mod, "header_bytes", scan_read)
     report = _check(tmp_path, "both", "--target", "h200", "--model", str(k3_dir), "--select", "CKPT,MEM",
                     _seed_launch(k3_dir))
     statuses = {r["code"]: r["status"] for r in report["results"]}

@@ -23,20 +23,15 @@ from itertools import chain, compress, repeat
 from operator import eq, itemgetter, mul, sub
 from typing import Any, Iterator
 
-__all__ = ["MAX_HEADER_SIZE", "LARGE_HEADER", "iter_entry_batches", "BatchValidator", "DTYPE_BITS", "HeaderResult", "read_header", "header_bytes", "open_readonly", "problem"]
+from ..dtypes import DTYPE_BITS
+
+__all__ = ["MAX_HEADER_SIZE", "LARGE_HEADER", "iter_entry_batches", "BatchValidator", "DTYPE_BITS", "HeaderResult", "read_header", "parse_header", "header_bytes", "open_readonly", "problem"]
 
 MAX_HEADER_SIZE = 100_000_000
 #: headers above this size (real ones are < 1 MB: Kimi-K3's largest is 823 KB) are parsed in
 #: batches of entries, so a 99 MB header of tiny tensors costs about its own size in memory
 LARGE_HEADER = 16 << 20
 _BATCH_ENTRIES = 1 << 15
-
-#: safetensors dtype -> bits per element (``F4``/``F6_*``/``F8_E8M0`` since safetensors 0.6)
-DTYPE_BITS: dict[str, int] = {
-    "BOOL": 8, "F4": 4, "F6_E2M3": 6, "F6_E3M2": 6, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8,
-    "F8_E8M0": 8, "F8_E4M3FNUZ": 8, "F8_E5M2FNUZ": 8, "I16": 16, "U16": 16, "F16": 16, "BF16": 16,
-    "I32": 32, "U32": 32, "F32": 32, "C64": 64, "F64": 64, "I64": 64, "U64": 64,
-}
 
 _U64 = struct.Struct("<Q")
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
@@ -192,6 +187,13 @@ def read_header(path: str, file: str, *, validate: bool = True) -> HeaderResult:
         assert prob is not None
         res.problems.append(prob)
         return res
+    return parse_header(res, raw, validate=validate)
+
+
+def parse_header(res: HeaderResult, raw: bytes, *, validate: bool = True) -> HeaderResult:
+    """Parse and validate the header bytes ``raw`` of ``res.file`` (``res.size`` set by
+    :func:`header_bytes`) into ``res``; never raises for bad input."""
+    file = res.file
     n = len(raw)
     size = res.size or 0
     try:
@@ -221,6 +223,7 @@ def read_header(path: str, file: str, *, validate: bool = True) -> HeaderResult:
 
 _DTYPE = itemgetter("dtype")
 _INT_ONLY = {int}
+_LIST_ONLY = {list}
 _SHAPE = itemgetter("shape")
 _OFFS = itemgetter("data_offsets")
 
@@ -252,8 +255,14 @@ def _columns_fast(header: dict[str, Any], start: int, end: int | None) -> tuple[
         spans = list(map(sub, flat[1::2], flat[0::2]))
         if min(spans) < 0:
             return None
-        numels = list(map(math.prod, map(_SHAPE, infos)))
-        if type(sum(numels)) is not int or list(map(mul, numels, map(_DTYPE_BYTES.__getitem__, dtypes))) != spans:
+        shapes = list(map(_SHAPE, infos))
+        dims = list(chain.from_iterable(shapes))
+        # dimensions are non-negative JSON integers (a boolean multiplies as 0/1, two negatives as a
+        # positive: safetensors refuses both); the per-tensor rules name the entry
+        if (dims and (set(map(type, dims)) != _INT_ONLY or min(dims) < 0)) or set(map(type, shapes)) != _LIST_ONLY:
+            return None
+        numels = list(map(math.prod, shapes))
+        if list(map(mul, numels, map(_DTYPE_BYTES.__getitem__, dtypes))) != spans:
             return None
         if meta is not None and not (isinstance(meta, dict) and all(isinstance(v, str) for v in meta.values())):
             return None
@@ -336,7 +345,8 @@ class BatchValidator:
             if bits is None:
                 probs.append(problem("unknown_dtype", file, name, dtype=str(dtype)[:40]))
                 continue
-            if type(begin) is not int or type(end) is not int or type(shape) is not list:
+            if type(begin) is not int or type(end) is not int or type(shape) is not list \
+                    or any(type(d) is not int for d in shape):
                 probs.append(problem("bad_entry", file, name, entry=json.dumps(info)[:200]))
                 continue
             try:

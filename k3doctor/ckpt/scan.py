@@ -6,9 +6,11 @@ per-shard summaries and a capped list of problems, never the full tensor list â€
 check runs from a snapshot.
 
 Performance (the 96-shard, 497,220-tensor Kimi-K3 layout: ~77 MB of headers, a 60 MB index):
-each header and the index are read once and parsed once with the C ``json`` decoder, the index in
-slices (:mod:`.index`) so that its memory is the file plus the map, not the file, its text and the
-map. Everything runs in this process (:mod:`.shard_scan` says why there is no helper process).
+each header and the index are read once; a header is parsed with the C ``json`` decoder unless its
+shape (its bytes with the layer index normalised) already verified clean in this scan
+(:mod:`.memo`), and the index is checked run by run against the shards' names without building its
+map (:func:`.index.verify_runs`), or else parsed in slices (:mod:`.index`). Everything runs in this
+process (:mod:`.shard_scan` says why there is no helper process).
 
 Each parsed header's tensors also leave as raw rows (names, dtypes, byte spans) through the
 ``rows`` sink, when one is given (:class:`.shard_scan.TensorRows`); its :meth:`finish` gives
@@ -60,13 +62,12 @@ import stat
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from ..boundedio import BoundedReadError, read_bytes
 from . import layout as _layout
 from .hashing import HashJob, hash_files, sample_file
 from .header import problem, read_header
-from .index import loads_index
 from .inventory import INDEX_FILE
 from .quant import expectations
 from .shard_scan import IndexMatcher, TensorRows, scan_shards
@@ -201,9 +202,9 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     index_path = d / INDEX_FILE
     index_box: dict[str, Any] = {}
 
-    def load_index() -> Any:
+    def load_index(parse: Callable[[bytes], Any]) -> Any:
         t = time.perf_counter()
-        index_box["v"] = _read_json(index_path, "index", problems, loads_index)
+        index_box["v"] = _read_json(index_path, "index", problems, parse)
         out["seconds"]["index"] = round(time.perf_counter() - t, 4)
         return index_box["v"]
 
@@ -211,21 +212,19 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     results, (idx_present, index, idx_size), matcher = scan_shards(d, dir_shards, exp, load_index, rows)
     out["seconds"]["shards"] = round(time.perf_counter() - t1, 4)
 
-    weight_map: dict[str, str] | None = None
     total_size = None
     if index is not None:
-        weight_map = matcher.wm if matcher is not None else None
         meta = index.get("metadata")
-        if weight_map is None:
+        if matcher is None:
             problems.append(problem("index_invalid", INDEX_FILE, error="no \"weight_map\" object of tensor -> file"))
         if isinstance(meta, dict) and isinstance(meta.get("total_size"), (int, float)):
             total_size = int(meta["total_size"])
     out["index"] = {"present": idx_present, "error": None if (index is not None or not idx_present) else "invalid",
                     "size": idx_size, "total_size": total_size,
-                    "tensors": len(weight_map) if weight_map is not None else None,
+                    "tensors": matcher.tensors if matcher is not None else None,
                     "shards": len(matcher.counts) if matcher is not None else None}
 
-    names_by_file: dict[str, list[str]] = {}
+    names_by_file: dict[str, Sequence[str]] = {}
     layers: Counter[str] = Counter()
     layer_files: dict[str, set[str]] = {}
     qtot: Counter[str] = Counter()
@@ -245,21 +244,23 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     # index <-> shards
     t2 = time.perf_counter()
     present = set(dir_shards)
-    if weight_map is not None and matcher is not None:
-        _cross_check(weight_map, names_by_file, present, problems, matcher, uncounted)
+    if matcher is not None:
+        _cross_check(names_by_file, present, problems, matcher, uncounted)
     elif len(dir_shards) > 1 and not idx_present:
         problems.append(problem("index_missing", INDEX_FILE, shards=len(dir_shards)))
-    elif weight_map is None:
+    else:
         _duplicates_without_index(names_by_file, problems, uncounted)
 
     # a quantised pair may straddle two shards: only a partner absent everywhere is a problem
+    # (a verified index, matcher.wm None, holds exactly the shards' names)
     if any(p["kind"] == "quant_pair_missing" for p in problems):
-        known: Any = weight_map if weight_map is not None else {n for v in names_by_file.values() for n in v}
+        known: Any = matcher.wm if matcher is not None and matcher.wm is not None else \
+            {n for v in names_by_file.values() for n in v}
         problems[:] = [p for p in problems if not (p["kind"] == "quant_pair_missing" and p.get("missing") in known)]
 
     out["seconds"]["cross_check"] = round(time.perf_counter() - t2, 4)
     data_total = sum(s["data_bytes"] for s in out["shards"])
-    all_ok = all(s["ok"] for s in out["shards"]) and names_by_file.keys() >= (set(weight_map.values()) if weight_map else set())
+    all_ok = all(s["ok"] for s in out["shards"]) and names_by_file.keys() >= (set(matcher.counts) if matcher else set())
     if total_size is not None and all_ok and total_size != data_total:
         problems.append(problem("total_size_mismatch", INDEX_FILE, total_size=total_size, data_bytes=data_total,
                                 difference=total_size - data_total))
@@ -277,7 +278,7 @@ def _scan(model_dir: str | Path, *, repo: str | None, repo_source: str | None, d
     out["quant"] = {"packed": qtot["packed"], "fp8": qtot["fp8"], "blocks": qtot["blocks"],
                     "expert_layers": len(layers),
                     "experts_per_layer": {"min": min(per_layer), "max": max(per_layer)} if per_layer else None}
-    if not dir_shards and weight_map is None:
+    if not dir_shards and matcher is None:
         problems.append(problem("no_shards", str(d)))
 
     out["incomplete"] = _layout.incomplete_parts(d, lay)
@@ -369,7 +370,7 @@ class _Capped:
         return sorted(names)
 
 
-def _cross_check(wm: dict[str, str], names_by_file: dict[str, list[str]], present: set[str],
+def _cross_check(names_by_file: dict[str, Sequence[str]], present: set[str],
                  problems: list[dict], matcher: IndexMatcher, uncounted: Counter[str]) -> None:
     counts = matcher.counts
     out = _Capped(problems, uncounted)
@@ -377,8 +378,8 @@ def _cross_check(wm: dict[str, str], names_by_file: dict[str, list[str]], presen
         out.add("index_shard_missing", f, tensors=counts[f])
     for f in out.first_sorted("shard_not_in_index", present - counts.keys()):
         out.add("shard_not_in_index", f, tensors=len(names_by_file.get(f, ())))
-    suspect = matcher.suspect
-    if not suspect:
+    suspect, wm = matcher.suspect, matcher.wm
+    if not suspect or wm is None:
         return
     # slow path (only when something disagrees): who holds what
     where: dict[str, list[str]] = {}
@@ -405,7 +406,7 @@ def _cross_check(wm: dict[str, str], names_by_file: dict[str, list[str]], presen
             out.add("index_tensor_absent", f, n)
 
 
-def _duplicates_without_index(names_by_file: dict[str, list[str]], problems: list[dict],
+def _duplicates_without_index(names_by_file: dict[str, Sequence[str]], problems: list[dict],
                               uncounted: Counter[str]) -> None:
     total = sum(len(v) for v in names_by_file.values())
     seen: dict[str, str] = {}
@@ -421,7 +422,7 @@ def _duplicates_without_index(names_by_file: dict[str, list[str]], problems: lis
 
 
 def _config_checks(exp: dict[str, Any], layers: Counter[str], layer_files: dict[str, set[str]], qtot: Counter,
-                   names_by_file: dict[str, list[str]], problems: list[dict], have_shards: bool) -> None:
+                   names_by_file: dict[str, Sequence[str]], problems: list[dict], have_shards: bool) -> None:
     if exp.get("family") is None:
         problems.append(problem("arch_unknown", _CONFIG, architecture=exp.get("architecture"),
                                 model_type=exp.get("model_type")))
@@ -453,7 +454,7 @@ def _config_checks(exp: dict[str, Any], layers: Counter[str], layer_files: dict[
                                     fp8=qtot["fp8"]))
 
 
-def _missing_experts(layer: str, E: int, files: list[str], names_by_file: dict[str, list[str]]) -> list[int]:
+def _missing_experts(layer: str, E: int, files: list[str], names_by_file: dict[str, Sequence[str]]) -> list[int]:
     pat = re.compile(re.escape(layer) + r"\.experts\.(\d+)\.")
     found: set[int] = set()
     for f in files:

@@ -1,7 +1,8 @@
 """Header parsing of every shard, in this process, and the raw tensor rows for whoever folds them.
 
-Each shard header is read once and parsed once with the C ``json`` decoder (:func:`.header.read_header`),
-validated, and its quantised pairs checked. Its tensors leave as raw rows (names, dtypes, byte spans in
+Each shard header is read once (:func:`.header.header_bytes`); it is parsed with the C ``json`` decoder
+(:func:`.header.parse_header`), validated and its quantised pairs checked, unless the header memo
+(:mod:`.memo`) has verified the same shape with another layer index in this scan. Its tensors leave as raw rows (names, dtypes, byte spans in
 header order) through a :class:`TensorRows` sink, if the caller gives one: the memory planner's fold
 (:class:`k3doctor.memory.fold.HeaderFold`) is one, so ``ckpt/`` knows nothing about it.
 
@@ -14,9 +15,11 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
-from .header import HeaderResult, read_header
+from .header import LARGE_HEADER, HeaderResult, header_bytes, parse_header
+from .index import ShardNames, loads_index, split_index, verify_runs
+from .memo import DerivedNames, HeaderMemo, Shape
 from .quant import scan_quant
 
 __all__ = ["TensorRows", "scan_shards", "IndexMatcher", "weight_map_of", "QUANT_KINDS"]
@@ -30,7 +33,11 @@ class TensorRows(Protocol):
     Per shard: :meth:`rows` zero or more times (a large header comes in batches, ``large=True``;
     it answers False when it wants no more rows of that shard), then :meth:`end`; or
     :meth:`unreadable` when the header cannot give rows (the shard then has none, whatever came
-    before)."""
+    before).
+
+    Optional: ``rows_like(file, like, old, new) -> bool``, called instead of :meth:`rows` and
+    :meth:`end` for a shard whose header the memo (:mod:`.memo`) found equal to shard ``like``'s
+    but for the name prefix ``old`` -> ``new``; it answers False to get the rows after all."""
 
     def rows(self, file: str, names: list[str], dtypes: list[str], nbytes: list[int], *,
              large: bool = False) -> bool: ...
@@ -46,9 +53,31 @@ class TensorRows(Protocol):
 # ------------------------------------------------------------------------------------------
 # one shard
 # ------------------------------------------------------------------------------------------
-def _scan_one(path: str, file: str, exp: dict[str, Any],
-              sink: TensorRows | None) -> tuple[dict, list[dict], dict, list[str] | None]:
-    res: HeaderResult = read_header(path, file)
+#: what one shard gives the scan: (summary, problems, quant statistics, tensor names or None)
+ShardResult = tuple[dict, list[dict], dict, Sequence[str] | None]
+
+
+def _scan_one(path: str, file: str, exp: dict[str, Any], sink: TensorRows | None,
+              memo: HeaderMemo | None = None) -> ShardResult:
+    res = HeaderResult(file)
+    raw, prob = header_bytes(path, file, res)
+    if raw is None:
+        assert prob is not None
+        res.problems.append(prob)
+        if sink is not None:
+            sink.unreadable(file, prob["kind"])
+        return _result(res, {}, None)
+    buffer_len = (res.size or 0) - 8 - len(raw)
+    key = memo.key(raw) if memo is not None and len(raw) <= LARGE_HEADER else None
+    if key is not None:
+        assert memo is not None
+        hit = memo.hit(key, buffer_len)
+        if hit is not None:
+            return _derived(res, hit[0], hit[1], key[0], sink)
+    # what the memo needs of the bytes; then they go (a large header's text is parsed in batches)
+    exact = key is not None and b"\\" not in raw and raw.count(key[0])
+    parse_header(res, raw)
+    del raw
     qstats: dict[str, Any] = {}
     names: list[str] | None = None
     if res.text is not None:
@@ -62,11 +91,31 @@ def _scan_one(path: str, file: str, exp: dict[str, Any],
         names = list(header)
         if sink is not None:
             _send_rows(res, header, names, sink)
+        if key is not None:
+            assert memo is not None
+            memo.register(key, int(exact), file, buffer_len, res, names, qstats, not res.problems)
     elif sink is not None:
         sink.unreadable(file, res.problems[0]["kind"] if res.problems else "unreadable")
+    return _result(res, qstats, names)
+
+
+def _result(res: HeaderResult, qstats: dict[str, Any], names: Sequence[str] | None) -> ShardResult:
     summary = res.summary()
     summary["ok"] = not any(p["kind"] not in QUANT_KINDS for p in res.problems)
     return summary, res.problems, qstats, names
+
+
+def _derived(res: HeaderResult, shape: Shape, prefix: str, tok: bytes, sink: TensorRows | None) -> ShardResult:
+    """A shard whose header is a known shape with another layer index (:mod:`.memo`): the
+    template's verdict, totals and statistics, its names with this shard's prefix."""
+    res.tensors, res.data_bytes, res.dtype_bytes = shape.tensors, shape.data_bytes, shape.dtype_bytes
+    names = DerivedNames(shape, prefix, tok)
+    if sink is not None:
+        like = getattr(sink, "rows_like", None)
+        if like is None or not like(res.file, shape.file, shape.prefix, prefix):
+            sink.rows(res.file, names.materialise(), shape.dtypes, shape.spans)
+            sink.end(res.file)
+    return _result(res, shape.renamed(prefix), names)
 
 
 def _send_rows(res: HeaderResult, header: dict[str, Any], names: list[str], sink: TensorRows) -> None:
@@ -141,15 +190,24 @@ def _scan_large(res: HeaderResult, exp: dict[str, Any], sink: TensorRows | None)
 # the index and the shards
 # ------------------------------------------------------------------------------------------
 class IndexMatcher:
-    """Fast per-shard agreement test against the index (C-level passes); collects disagreeing shards."""
+    """Fast per-shard agreement test against the index (C-level passes); collects disagreeing shards.
 
-    def __init__(self, weight_map: dict[str, str]) -> None:
+    Built from the parsed ``weight_map`` (then :meth:`feed` each shard's names), or, when
+    :func:`.index.verify_runs` proved the map equal to the shards' names, from its per-file counts
+    alone (``wm`` is then None and nothing disagrees)."""
+
+    def __init__(self, weight_map: dict[str, str] | None, counts: dict[str, int] | None = None) -> None:
         self.wm = weight_map
-        self.counts = Counter(weight_map.values())
+        self.counts: Counter[str] = Counter(weight_map.values()) if weight_map is not None else Counter(counts or {})
         self.suspect: list[str] = []
 
-    def feed(self, file: str, names: list[str] | None) -> None:
-        if names is None:
+    @property
+    def tensors(self) -> int:
+        """Entries in the index's ``weight_map``."""
+        return len(self.wm) if self.wm is not None else sum(self.counts.values())
+
+    def feed(self, file: str, names: Sequence[str] | None) -> None:
+        if names is None or self.wm is None:
             return
         # every name maps to file, and file owns exactly these names
         if self.counts.get(file, 0) != len(names) or list(map(self.wm.get, names)).count(file) != len(names):
@@ -164,17 +222,50 @@ def weight_map_of(index: Any) -> dict[str, str] | None:
     return None
 
 
-def scan_shards(model_dir: Path, files: list[str], exp: dict[str, Any], index_loader: Callable[[], Any],
-                sink: TensorRows | None) -> tuple[list[tuple], Any, IndexMatcher | None]:
-    """Load the index, then scan every shard and match it against the index as it is parsed:
-    ``(per-shard results, the loader's answer, the matcher or None)``."""
-    loaded = index_loader()
+#: reads the index with the parse it is given: ``(present, document | None, size)``
+IndexLoader = Callable[[Callable[[bytes], Any]], tuple[bool, Any, Any]]
+
+
+#: the header memo and the index check against the shards (:mod:`.memo`); False = every header
+#: and the index parsed in full (the tests compare both paths)
+MEMO = True
+
+
+def scan_shards(model_dir: Path, files: list[str], exp: dict[str, Any], index_loader: IndexLoader,
+                sink: TensorRows | None) -> tuple[list[ShardResult], Any, IndexMatcher | None]:
+    """Scan every shard (one real parse per distinct header shape, :mod:`.memo`), then load the
+    index and match it against them: ``(per-shard results, the loader's answer, the matcher or
+    None)``. The index is first checked against the shards' names without building its map
+    (:func:`.index.verify_runs`); anything else parses it (:func:`.index.loads_index`, or the
+    loader's ``json.loads``) and feeds the matcher every shard's names."""
+    memo = HeaderMemo() if MEMO else None
+    results = [_scan_one(str(model_dir / f), f, exp, sink, memo) for f in files]
+    known: dict[str, ShardNames] = {}
+    if memo is not None:
+        templates = memo.templates()
+        for f, rec in zip(files, results):
+            names = rec[3]
+            if isinstance(names, DerivedNames):
+                known[f] = ShardNames(names, names.shape, names.tok)
+            elif names is not None:
+                shape = templates.get(f)
+                known[f] = ShardNames(names, shape, shape.tok if shape is not None else None)
+    verified: dict[str, dict[str, int]] = {}
+
+    def parse(raw: bytes) -> Any:
+        split = split_index(raw)
+        got = verify_runs(raw, split, known) if known and split is not None else None
+        if got is None:
+            return loads_index(raw, split) if split is not None else None
+        verified["counts"] = got[1]
+        return got[0]
+
+    loaded = index_loader(parse)
+    if loaded[1] is not None and "counts" in verified:
+        return results, loaded, IndexMatcher(None, verified["counts"])
     wm = weight_map_of(loaded[1]) if loaded[1] is not None else None
     matcher = IndexMatcher(wm) if wm is not None else None
-    results = []
-    for f in files:
-        rec = _scan_one(str(model_dir / f), f, exp, sink)
-        if matcher is not None:
+    if matcher is not None:
+        for f, rec in zip(files, results):
             matcher.feed(f, rec[3])
-        results.append(rec)
     return results, loaded, matcher

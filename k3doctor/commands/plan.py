@@ -290,12 +290,12 @@ def _emit_plan(ctx: click.Context, plan: Any, findings: list[Any], log_fig: Any,
 
 
 def _search(inv: Any, launch_d: dict[str, Any], facts: "Facts", gpn: int, max_nodes: int, top: int, as_json: bool) -> None:
-    from ..memory.plan import GpuSpec, device_cc, parallel_from_launch
+    from ..memory.plan import GpuSpec, device_cc
     from ..memory.search import search_plans
 
     dev = facts.get("gpu")["devices"][0]
     gpu = GpuSpec(str(dev.get("name")), int(dev["memory_total"]), dev.get("memory_free"), "facts", device_cc(dev))
-    base = parallel_from_launch(launch_d, concurrency=facts.option("concurrency"))
+    base = LaunchSpec.of(launch_d).placement(concurrency=facts.option("concurrency"))
     cands = search_plans(inv, base, gpu, gpus_per_node=gpn, max_nodes=max_nodes)
     if as_json:
         doc = {"schema_version": 1, "engine": base.engine, "gpu": {"name": gpu.name, "memory_total": gpu.memory_total},

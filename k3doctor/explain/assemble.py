@@ -98,9 +98,10 @@ _MAYBE = re.compile(_MAYBE_RX, re.VERBOSE)
 _LONG_NEXT = re.compile(rb"\n" + _LEAD_RX + rb"\S{%d}" % (SLACK + 1))
 _SENTENCE_END = (b".", b"!", b"?", b")", b"]", b"'", b'"', b"`")
 _HEADER = re.compile(rb"(?:File \"|Traceback \()", re.IGNORECASE)
-#: a line that stops where no message ends: after a function word (a wrap cut it there; a code
-#: line ending in "(" or "," is a traceback's, not a cut)
-_DANGLING = re.compile(rb"(?:[:-]|(?<![\w-])(?:a|an|the|of|to|for|with|and|or|in|on|at|from|by|as|is|are|"
+#: a line that stops where no message ends: after a function word, a colon or dash, or a log
+#: level with no message after it (a wrap cut it there; a code line ending in "(" or "," is a
+#: traceback's, not a cut)
+_DANGLING = re.compile(rb"(?:[:-]|\b(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE)|(?<![\w-])(?:a|an|the|of|to|for|with|and|or|in|on|at|from|by|as|is|are|"
                        rb"was|were|be|not|no|than|that|which|when|while|into|via|per))\Z")
 _FRAME_DONE = re.compile(rb"\", line \d|\(most recent call")
 

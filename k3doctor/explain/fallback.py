@@ -13,12 +13,19 @@ and names a category with ``confidence = "low"``, the line quoted, and the next 
    compatible with the current PyTorch``, ``driver ... too old``: real failures that PyTorch and
    the engines print as warnings). A line that hedges ("This may result in", "This is expected",
    an optional ``lib*.so`` that could not be opened) is not an error line unless it names an
-   exception. Text with no error line keeps the answer "nothing recognised". Such lines, and lines
-   at an informational level, are *soft* (:meth:`FallbackModel.is_soft_line`): a signature that
-   matched only soft lines is no answer unless the text holds an error line (scan.py's report).
-2. **The salient line.** The last exception line (Python prints the error last), else the first
-   error line of the first source that has one.
-3. **The category.** Weighted literal terms per category (``kb/fallback.toml``, built from the
+   exception. Text with no error line keeps the answer "nothing recognised". Such lines, lines
+   at an informational level, and WARNING lines that name no failure (below) are *soft*
+   (:meth:`FallbackModel.is_soft_line`): a signature that matched only soft lines is no answer
+   unless the text holds a hard error line (scan.py's report).
+2. **Hard lines.** An error line is *hard* when it names its failure (``[markers] hard``: an
+   exception or error name, an error level or word, ``FAILED``, an assertion or crash, a failure
+   verb such as "Unable to" or "mismatch", a timeout, the C library's errno messages, NCCL's
+   WARN); "Failed to", "cannot", "not supported", "not found", "invalid", "expected", "exceeds"
+   alone are not, since INFO and WARNING notices pasted without their level (or printed by a
+   logger with none, as SGLang's) use them as often. Only a hard line gets a verdict.
+3. **The salient line.** The last exception line (Python prints the error last), else the first
+   hard error line of the first source that has one.
+4. **The category.** Weighted literal terms per category (``kb/fallback.toml``, built from the
    development corpus) are summed over the salient line (double weight) and the other error
    lines; the highest total wins, ties go to the category listed first. No term at all: "other",
    but only for an explicit error (an exception, ``ERROR``/``FATAL``, an assertion); a line such as
@@ -44,6 +51,11 @@ __all__ = ["FallbackModel", "Verdict", "load_fallback", "fallback_signature", "f
 #: Fallback matches carry the id ``fallback-<category>`` (explainable like any signature id).
 FALLBACK_PREFIX = "fallback-"
 
+#: the precision gates (all on; :class:`FallbackModel` ``gates`` turns some off to measure them):
+#: ``warning``: a WARNING-level line that names no failure is soft, like an INFO line;
+#: ``fallback``: a fallback verdict needs a hard error line (``[markers] hard``);
+#: ``corroboration``: soft matches stand only beside a hard error line.
+GATES = frozenset({"warning", "fallback", "corroboration"})
 MAX_LINES = 256          # error lines kept per report (first ones; the last exception separately)
 MAX_CLASSIFIED = 64      # of those, how many take part in the classification
 _EXPLICIT = re.compile(r"\b(?:ERROR|Error|FATAL|Fatal)\b|[Aa]ssertion|terminate called|Segmentation fault")
@@ -178,6 +190,14 @@ class FallbackModel:
     info_level: re.Pattern[str] | None = None
     #: lines that report a consequence: a peer failed, a process ended, an error printed elsewhere
     consequence: re.Pattern[str] | None = None
+    #: failure tokens that make an error line *hard* (an exception name, an error level or word,
+    #: ``FAILED``, an errno message ...): what a fallback verdict and a corroboration need
+    hard_markers: re.Pattern[str] | None = None
+    #: the same in any case, for a line with no capital letter (a lower-cased paste cannot tell
+    #: "FAILED" from "failed")
+    hard_anycase: re.Pattern[str] | None = None
+    #: which precision gates are on (all of :data:`GATES` in use; fewer only to measure them)
+    gates: frozenset[str] = GATES
     _by_name: dict[str, CategoryTerms] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -198,10 +218,31 @@ class FallbackModel:
             return False
         return not (self.hedge.search(head) and not self.exception_line.search(head))
 
+    def is_hard_error_line(self, text: str) -> bool:
+        """An error line that names its failure (``hard`` or ``strong`` markers), not one that only
+        uses a word such as "not found", "cannot", "invalid" or "Failed to" that INFO and WARNING
+        messages use as often, pasted without their level."""
+        if not self.is_error_line(text):
+            return False
+        if self.hard_markers is None:
+            return True
+        head = clean_line(text[:LINE_CHARS])
+        return bool(self.strong_markers.search(head) or self._hard(head))
+
+    def _hard(self, head: str) -> bool:
+        if self.hard_markers is None:
+            return False
+        if self.hard_anycase is not None and head == head.lower():
+            return bool(self.hard_anycase.search(head))
+        return bool(self.hard_markers.search(head))
+
     def is_soft_line(self, text: str) -> bool:
-        """A line that reports rather than fails: printed at an informational level, or one that
+        """A line that reports rather than fails: printed at an informational level, one that
         says what it does about a problem (falls back, retries, ignores, is deprecated, "this is
-        expected") without naming an exception. A strong marker is never soft.
+        expected") without naming an exception, or a WARNING line that names no failure (no
+        ``[markers] hard`` token: "Possibly too large swap space", "Cannot use FA version 3").
+        A strong marker, an exception or an inner ERROR is never soft; NCCL's WARN is its error
+        level, not a warning.
 
         A signature that matches only soft lines is not an answer unless some line of the text
         is an error line (see :meth:`Scanner <k3doctor.explain.scan.Scanner>`'s report)."""
@@ -212,7 +253,12 @@ class FallbackModel:
         if self.info_level is not None and (self.info_level.search(head)
                                             or self.info_level.search(strip_tags(head))):
             return True
-        return bool(self.hedge.search(head))
+        if self.hedge.search(head):
+            return True
+        # a WARNING line that names no failure (``[markers] hard``): the engine went on
+        return "warning" in self.gates and bool(
+            (self.not_error.search(head) or self.not_error.search(strip_tags(head)))
+            and not self._hard(head))
 
     def is_consequence(self, text: str) -> bool:
         """A line that reports a consequence (a peer reset the connection, a watchdog or heartbeat
@@ -257,6 +303,14 @@ class FallbackModel:
         """The verdict for these error lines ``(source, line_no, text)``, or None without any."""
         if not lines and last_exception is None:
             return None
+        if last_exception is None and self.hard_markers is not None and "fallback" in self.gates:
+            # the chosen line must name its failure: "Parameter x not found in params_dict" or
+            # "Cannot use FlashAttention-2 backend" pasted without their INFO/WARNING level are
+            # notices as often as errors
+            hard = [ln for ln in lines if self.is_hard_error_line(ln[2])]
+            if not hard:
+                return None
+            lines = hard + [ln for ln in lines if ln not in hard]
         salient = last_exception if last_exception is not None else lines[0]
         texts = [t for _, _, t in lines]
         if last_exception is not None and last_exception[2] not in texts:
@@ -320,6 +374,9 @@ def parse_fallback_text(text: str, where: str = "kb/fallback.toml") -> FallbackM
                     else None),
         consequence=(_compile(markers["consequence"], "markers.consequence", re.IGNORECASE)
                      if "consequence" in markers else None),
+        hard_markers=(_compile(markers["hard"], "markers.hard") if "hard" in markers else None),
+        hard_anycase=(_compile(markers["hard"], "markers.hard", re.IGNORECASE) if "hard" in markers
+                      else None),
     )
 
 

@@ -15,18 +15,26 @@ examined) instead of skipping lines. ``tests/test_explain_prefilter.py`` checks 
 the same result with and without the prefilter on every example and corpus row.
 
 Speed. CPython has no multi-literal search: ``re`` runs a flat alternation of ~1000 literals at
-microseconds per byte, and one ``bytes.find`` per anchor is ~1000 passes. Two things make it cheap:
+microseconds per byte, and one ``bytes.find`` per anchor is ~1000 passes. What makes it cheap:
 
 * An engine log is mostly the same few line *shapes* with different numbers. A block is folded
-  (digits to ``0``, capitals to small letters, by ``bytes.translate``, offsets unchanged), split into lines and de-duplicated
-  with ``set``; shapes already known to carry no anchor are dropped (a bounded cache across
-  blocks), and only the new distinct shapes are searched. The lines whose shape hit are then
-  located in the block. When most shapes are new (request ids, random bytes), the folded block is
-  searched directly instead.
+  (digits to ``0``, capitals to small letters, by ``bytes.translate``, offsets unchanged), split
+  into lines and de-duplicated with ``set``; shapes already known to carry no anchor, or known to
+  carry one, are looked up in a cache kept across blocks in two generations (:class:`_Recent`:
+  unique request ids cannot flush the common shapes), and only the new distinct shapes are
+  searched. The lines whose shape hit are then located in the block. When most shapes are new
+  (random bytes), the folded block is searched directly instead.
 * The search is one ``re`` pass per *pivot* byte, so every pass keeps ``re``'s literal-first-byte
-  fast path: each anchor is filed under one of its bytes, chosen so that few and rare bytes cover
-  all anchors (:func:`_pivoted`); the bytes after the pivot form a prefix-factored alternation and
-  a look-behind checks the whole anchor, so a pass finds exactly the anchors.
+  fast path (``memchr``): each anchor is filed under one of its bytes, chosen by a weighted cover
+  against the byte frequencies of the log's own first block (:func:`_pivoted`); the bytes after
+  the pivot form a prefix-factored alternation and a look-behind checks the whole anchor, so a
+  pass finds exactly the anchors.
+* Folding digits weakens an anchor that holds one (``c1083`` becomes ``c0000``, which a random
+  hex id carries one line in ten), so those anchors have passes of their own, and a line whose
+  shape holds only such a folded anchor is a candidate only when its own text (digits kept)
+  holds the anchor: exact, at a few ``in`` tests per such line.
+* A line holding KELVIN SIGN or I WITH DOT ABOVE is always a candidate: ``str.lower`` turns
+  them into ASCII letters in stage 2, which the byte fold cannot see (:data:`LOWER_TO_ASCII`).
 
 ANSI colour is removed before the search, as stage 2 removes it before matching keywords.
 """
@@ -34,8 +42,8 @@ ANSI colour is removed before the search, as stage 2 removes it before matching 
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, count
 from typing import Any
 
@@ -54,8 +62,10 @@ _FOLD = bytes.maketrans(b"0123456789" + _UPPER, b"0000000000" + _UPPER.lower())
 #: decoding removes the same text, and digit folding does not change what it matches)
 ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 _MAX_SET = 64            # literal alternatives kept per regex piece before it counts as inexact
-CLEAN_CACHE = 16384      # distinct anchor-free line shapes remembered across blocks
+CLEAN_CACHE = 16384      # line shapes remembered across blocks (per generation, per kind)
 CLEAN_LINE = 1024        # longer shapes are not remembered (bounded memory)
+CACHE_BYTES = 2 << 20    # ... nor more than this many bytes of them per generation
+SAMPLE = 256 << 10       # bytes of the first block whose byte frequencies choose the pivots
 
 
 def fold(data: bytes) -> bytes:
@@ -215,30 +225,35 @@ def derive_anchors(keywords: Iterable[str], marker_regexes: Iterable[re.Pattern[
 
 # -- the prefilter ------------------------------------------------------------------------------
 
-#: bytes frequent in log text: a pass whose first byte is one of them stops often
-_COMMON = frozenset(b" 0etaoinsrlhcdumpfgybw.,:;/-_=()[]'\"\t")
+#: the cost of one pass over a text, in stops: a pass whose pivot byte has frequency ``f`` costs
+#: about ``PASS_COST + f`` (measured on generated server logs: 0.005-0.02 are best; 0.01 taken)
+PASS_COST = 0.01
 
 
-def _pivoted(words: Iterable[bytes], penalty: float = 5, keep: int = 2) -> dict[int, list[tuple[bytes, bytes]]]:
+def byte_frequencies(sample: bytes) -> dict[int, float]:
+    """The share of each byte value in ``sample`` (folded text: what the passes will search)."""
+    n = len(sample) or 1
+    return {c: k / n for c, k in Counter(sample).items()}
+
+
+def _pivoted(words: Iterable[bytes], freq: Mapping[int, float], keep: int = 2) -> dict[int, list[tuple[bytes, bytes]]]:
     """The anchors grouped by a *pivot* byte: ``{byte: [(rest after the pivot, anchor)]}``.
 
-    ``re`` makes one pass per group (a literal first byte keeps its fast path), so the number of
-    groups is the cost. The pivot is any byte of the anchor, the rest is matched after it and the
-    whole anchor is then checked with a look-behind, so the search finds exactly the anchors.
-    Greedy cover: take the byte found in the most remaining anchors (with ``keep`` bytes after it
-    where the anchor allows), a byte common in logs only when it covers ``penalty`` times as many
-    (measured on generated server logs, 1 to 50: 5 is best, 22 passes; on binary data every byte
-    is as rare and fewer passes win: ``penalty=1, keep=1``, 14 passes, 2.3x faster there)."""
+    ``re`` makes one pass per group (a literal first byte keeps its fast path: ``memchr``), and a
+    pass stops at every occurrence of its pivot, so a group costs about ``PASS_COST`` plus the
+    pivot's frequency in the text (``freq``, measured on the log itself). The pivot is any byte of
+    the anchor but its last ``keep`` (where the anchor is long enough); the rest is matched after
+    it and the whole anchor is then checked with a look-behind, so the search finds exactly the
+    anchors. Greedy weighted cover: take the byte with the most remaining anchors per cost (on
+    binary data every byte is as frequent, and the fewest passes win)."""
     groups: dict[int, list[tuple[bytes, bytes]]] = defaultdict(list)
-    # the bytes that may pivot each anchor: any but its last ``keep`` (where it is long enough)
     todo = {w: set(w[: max(1, len(w) - keep)]) for w in set(words)}
     cover: dict[int, int] = defaultdict(int)
     for cands in todo.values():
         for c in cands:
             cover[c] += 1
     while todo:
-        best = max((c for c in cover if cover[c]),
-                   key=lambda c: (cover[c] / (penalty if c in _COMMON else 1), -c))
+        best = max((c for c in cover if cover[c]), key=lambda c: (cover[c] / (PASS_COST + freq.get(c, 0.0)), -c))
         pivot = bytes([best])
         for w in [w for w, cands in todo.items() if best in cands]:
             i = w.find(pivot, 0, max(1, len(w) - keep))
@@ -275,35 +290,96 @@ def _trie_regex(items: Sequence[tuple[bytes, bytes]]) -> bytes:
     return emit(trie)
 
 
+class _Recent:
+    """Line shapes remembered across blocks, at most ``2 * cap``, in two generations: when the
+    young one is full it becomes the old one and the old one is dropped, so the shapes seen in the
+    last generation outlive a turnover (a log of unique request ids does not flush the common
+    shapes, as one bounded set cleared when full did)."""
+
+    def __init__(self, cap: int, cap_bytes: int = CACHE_BYTES) -> None:
+        self.cap, self.cap_bytes = cap, cap_bytes
+        self.young: dict[bytes, tuple[bytes, ...]] = {}
+        self.old: dict[bytes, tuple[bytes, ...]] = {}
+        self.young_bytes = 0
+
+    def add(self, items: Iterable[tuple[bytes, tuple[bytes, ...]]]) -> None:
+        for k, v in items:
+            if len(self.young) >= self.cap or self.young_bytes >= self.cap_bytes:
+                self.old, self.young, self.young_bytes = self.young, {}, 0
+            self.young[k] = v
+            self.young_bytes += len(k)
+
+    # (``set.difference(dict)`` walks the set and looks each shape up in the dict: the cost is the
+    # block's shapes, not the cache; ``set -= keys`` or ``set & keys`` would walk the cache)
+    def missing(self, shapes: set[bytes]) -> set[bytes]:
+        """The shapes not remembered."""
+        return shapes.difference(self.young).difference(self.old)
+
+    def present(self, shapes: set[bytes]) -> dict[bytes, tuple[bytes, ...]]:
+        """The remembered shapes among ``shapes``, with their values."""
+        old, young = self.old, self.young
+        out = {k: old[k] for k in shapes.difference(shapes.difference(old))}
+        out.update((k, young[k]) for k in shapes.difference(shapes.difference(young)))
+        return out
+
+
+#: characters whose ``str.lower()`` holds an ASCII letter (KELVIN SIGN -> ``k``, I WITH DOT ABOVE
+#: -> ``i`` + a combining dot): stage 2 lower-cases lines with ``str.lower``, so a line holding one
+#: can match a keyword that its ASCII-folded bytes do not show; such lines are always candidates
+LOWER_TO_ASCII = ("\u212a", "\u0130")
+_CASE = bytes.maketrans(_UPPER, _UPPER.lower())
+
+
 class Prefilter:
-    """Finds the lines of a block that carry an anchor (see the module doc)."""
+    """Finds the lines of a block that carry an anchor (see the module doc).
+
+    Folding digits to ``0`` makes an anchor that holds a digit weak (``c1083`` becomes ``c0000``,
+    which random hex ids carry), so those anchors are searched apart: a line whose shape holds only
+    such a folded anchor is a candidate when its own text (ANSI colour removed, capitals folded,
+    digits kept) holds one of them unfolded; the other anchors have no digit, and a shape holds one
+    exactly when its lines do."""
 
     def __init__(self, anchors: Iterable[str] | None) -> None:
         #: None: no prefilter possible; every line is a candidate
         self.anchors: tuple[str, ...] | None = None if anchors is None else tuple(anchors)
-        self._words = sorted({fold(a.encode("utf-8")) for a in self.anchors or () if "\n" not in a})
-        self._passes = self._compile(_pivoted(self._words)) if self.anchors is not None else []
-        self._binary_passes: list[re.Pattern[bytes]] | None = None  # built when binary data comes
-        self._clean: set[bytes] = set()
+        words = {a.encode("utf-8").translate(_CASE) for a in self.anchors or () if "\n" not in a}
+        if self.anchors is not None:
+            words.update(c.encode("utf-8") for c in LOWER_TO_ASCII)
+        digits = {w for w in words if any(48 <= c <= 57 for c in w)}
+        self._words = sorted(words - digits)
+        self._digit_words = sorted({fold(w) for w in digits})
+        #: a line hit only by a folded digit anchor holds one of these (case-folded, digits kept)
+        self._confirm = tuple(sorted(digits))
+        self._confirm_folded = tuple(map(fold, self._confirm))
+        #: shapes known to carry an anchor: () for a plain anchor, else the digit anchors whose
+        #: folded form they hold (each line of the shape is then checked for one of them)
+        self._known = _Recent(CLEAN_CACHE)
+        #: the passes for text and for binary blocks, built from the first block of each kind
+        self._passes: dict[bool, tuple[list[re.Pattern[bytes]], list[re.Pattern[bytes]]]] = {}
+        self._clean = _Recent(CLEAN_CACHE)  # shapes known to carry no anchor
 
     @staticmethod
     def _compile(groups: dict[int, list[tuple[bytes, bytes]]]) -> list[re.Pattern[bytes]]:
         return [re.compile(_ESC[first] + _trie_regex(items)) for first, items in sorted(groups.items())]
 
+    def _passes_for(self, binary: bool, sample: bytes) -> tuple[list[re.Pattern[bytes]], list[re.Pattern[bytes]]]:
+        """The passes for the plain and for the digit anchors, pivoted for the byte frequencies of
+        ``sample`` (folded; the first block of this kind: text, or binary data)."""
+        got = self._passes.get(binary)
+        if got is None:
+            freq = byte_frequencies(sample[:SAMPLE])
+            keep = 1 if binary else 2
+            got = self._passes[binary] = (self._compile(_pivoted(self._words, freq, keep)),
+                                          self._compile(_pivoted(self._digit_words, freq, keep)))
+        return got
+
     @property
     def every_line(self) -> bool:
         return self.anchors is None
 
-    def _hit_lines(self, text: bytes, binary: bool = False) -> list[int]:
-        """Indices of the lines of ``text`` (folded) that carry an anchor, ANSI colour removed;
-        ``binary``: search with the fewest passes (every byte value is as frequent)."""
-        if b"\x1b" in text:  # escape sequences hold no newline: line indices stay the same
-            text = ANSI_BYTES.sub(b"", text)
-        passes = self._passes
-        if binary:
-            if self._binary_passes is None:
-                self._binary_passes = self._compile(_pivoted(self._words, penalty=1, keep=1))
-            passes = self._binary_passes
+    @staticmethod
+    def _hit_lines(text: bytes, passes: list[re.Pattern[bytes]]) -> list[int]:
+        """Indices of the lines of ``text`` (folded, ANSI colour removed) where a pass matches."""
         where: set[int] = set()
         for rx in passes:
             search, find = rx.search, text.find
@@ -321,6 +397,27 @@ class Prefilter:
             out.append(line)
         return out
 
+    def _hits(self, text: bytes, binary: bool, block: bytes) -> tuple[set[int], set[int]]:
+        """Lines of ``text`` (folded) hit by a plain anchor, and the others hit by a folded digit
+        anchor only (``block``: the folded block ``text`` comes from)."""
+        if b"\x1b" in text:  # escape sequences hold no newline: line indices stay the same
+            text = ANSI_BYTES.sub(b"", text)
+        plain, digit = self._passes_for(binary, block)
+        hit = set(self._hit_lines(text, plain))
+        return hit, set(self._hit_lines(text, digit)) - hit if digit else set()
+
+    def _holds(self, line: bytes, anchors: tuple[bytes, ...]) -> bool:
+        """Whether ``line`` (raw) holds one of the digit ``anchors`` (case-folded, digits kept)."""
+        if b"\x1b" in line:
+            line = ANSI_BYTES.sub(b"", line)
+        return any(map(line.translate(_CASE).__contains__, anchors))
+
+    def _digit_anchors(self, shape: bytes) -> tuple[bytes, ...]:
+        """The digit anchors whose folded form is in ``shape`` (a line holds one of these only)."""
+        if b"\x1b" in shape:
+            shape = ANSI_BYTES.sub(b"", shape)
+        return tuple(d for d, f in zip(self._confirm, self._confirm_folded) if f in shape)
+
     def candidates(self, buf: bytes) -> tuple[list[tuple[int, int, int]], int]:
         """``(start, end, line index)`` of the lines of ``buf`` that carry an anchor, in order,
         and the number of newlines in ``buf``."""
@@ -329,23 +426,31 @@ class Prefilter:
         newlines = len(lines) - 1
         if self.every_line:
             return self._spans(lines, range(len(lines) - (not lines[-1]))), newlines
-        new = set(lines)
-        new -= self._clean
+        new = self._clean.missing(set(lines))
         if not new:
             return [], newlines
         if 4 * len(new) > len(lines):  # mostly new shapes: de-duplication does not pay
             binary = folded.count(b"\x00") * 512 > len(folded)  # text logs hold no NUL bytes
-            return self._spans(lines, self._hit_lines(folded, binary)), newlines
-        shapes = list(new)
-        hits = {shapes[i] for i in self._hit_lines(b"\n".join(shapes))}
-        clean = [s for s in shapes if s not in hits and len(s) <= CLEAN_LINE]
-        if len(self._clean) + len(clean) > CLEAN_CACHE:
-            self._clean.clear()
-        self._clean.update(clean)
+            hit, digit = self._hits(folded, binary, folded)
+            spans = self._spans(lines, sorted(hit | digit))
+            return [s for s in spans if s[2] not in digit or self._holds(buf[s[0]:s[1]], self._confirm)], newlines
+        known = self._known
+        todo = list(known.missing(new))
+        found: dict[bytes, tuple[bytes, ...]] = {}  # shapes of this block found to hit now
+        if todo:
+            hit_i, digit_i = self._hits(b"\n".join(todo), False, folded)
+            found = {todo[i]: () for i in hit_i}
+            found.update((todo[i], self._digit_anchors(todo[i])) for i in digit_i)
+            known.add((k, v) for k, v in found.items() if len(k) <= CLEAN_LINE)
+            self._clean.add((t, ()) for t in todo if t not in found and len(t) <= CLEAN_LINE)
+        hits = known.present(new)
+        hits.update(found)
         if not hits:
             return [], newlines
         # (each line's hash was computed by set() above and is cached by bytes)
-        return self._spans(lines, compress(count(), map(hits.__contains__, lines))), newlines
+        spans = self._spans(lines, compress(count(), map(hits.__contains__, lines)))
+        return [s for s in spans if not hits[lines[s[2]]] or self._holds(buf[s[0]:s[1]], hits[lines[s[2]]])], \
+            newlines
 
     @staticmethod
     def _spans(lines: list[bytes], idx: Iterable[int]) -> list[tuple[int, int, int]]:

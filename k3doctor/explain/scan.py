@@ -22,7 +22,7 @@ from typing import BinaryIO, Callable, Iterable, Sequence
 from .assemble import logical_lines
 from .fallback import FallbackModel, MAX_LINES, Verdict, fallback_signature, load_fallback
 from .kb import Signature, clean_line, load_kb
-from .prefilter import Prefilter, derive_anchors
+from .prefilter import Prefilter, derive_anchors, required_literals
 
 __all__ = ["Match", "Report", "Scanner", "explain_text", "explain_paths"]
 
@@ -197,6 +197,7 @@ class Scanner:
             (self._by_gram[k[:3]] if len(k) >= 3 else self._short).append(rank)
         self._anchors = anchors
         self._prefilter: Prefilter | None = None
+        self._error_gate: tuple[str, ...] | None | bool = False  # False: not built yet
 
     @property
     def prefilter(self) -> Prefilter:
@@ -210,6 +211,19 @@ class Scanner:
                 anchors = derive_anchors([k for k, _ in self._keywords], markers)
             self._prefilter = Prefilter(anchors)
         return self._prefilter
+
+    @property
+    def error_gate(self) -> tuple[str, ...] | None:
+        """Literals one of which every error line holds (the fallback's ``error`` and ``strong``
+        markers require them: :func:`~.prefilter.required_literals`), none contained in another;
+        None when they cannot be derived (then every unmatched line is tested)."""
+        if self._error_gate is False:
+            fb = self.fallback
+            lits = None if fb is None else _union(required_literals(fb.error_markers),
+                                                  required_literals(fb.strong_markers))
+            self._error_gate = None if lits is None else \
+                tuple(sorted(x for x in lits if not any(y != x and y in x for y in lits)))
+        return self._error_gate  # type: ignore[return-value]
 
     # -- stage 2 ------------------------------------------------------------------------------
     def candidates(self, text: str) -> list[Signature]:
@@ -363,7 +377,8 @@ class Scanner:
             else:
                 have = {s.id for s, _ in hits}
                 hits += [h for h in other if h[0].id not in have]
-        hard = not hits or self.fallback is None or not (
+        # a benign match's hardness is never read (only errors need a hard line)
+        hard = not hits or self.fallback is None or all(s.benign for s, _ in hits) or not (
             self.fallback.is_soft_line(text) or (alt is not None and self.fallback.is_soft_line(alt)))
         if not looked:
             if len(memo) >= MEMO_LINES:
@@ -437,8 +452,11 @@ class Scanner:
         hits, hard = self._matches(text, ctx, memo, alt)
         for sig, values in hits:
             agg.add(sig, values, name, file_index, line, text, *at, hard=hard)
-        if self.fallback is not None and not hits and (alt is None or self.fallback.is_error_line(alt)):
-            agg.observe(self.fallback, text, name, line)  # a line cut mid-word: an error either way
+        if self.fallback is not None and not hits:
+            gate = self.error_gate  # an error line holds one of these: the others are not tested
+            if (gate is None or any(map(text.__contains__, gate))) and (
+                    alt is None or self.fallback.is_error_line(alt)):  # a cut mid-word: either way
+                agg.observe(self.fallback, text, name, line)
 
     def _examine_deferred(self, agg: "_Aggregator") -> None:
         """The last lines past the :data:`MAX_EXAMINED` budget (the end of a log says most)."""
@@ -508,6 +526,7 @@ class _Aggregator:
         self.cut_bytes = 0           # bytes of those lines, and of partial lines after a skip
         #: line text -> its signature matches and hardness, for lines seen again (MEMO_LINES)
         self.memo: _Memo = {}
+        self.error_lines: dict[str, bool] = {}  # line text -> the fallback's is_error_line
         self.examined = 0            # distinct candidate lines examined in full (MAX_EXAMINED)
         self.skipped_lines = 0       # candidate lines past that budget
         #: the last TAIL_LINES of them: (text, source, file index, line, raw line, glued reading)
@@ -518,8 +537,14 @@ class _Aggregator:
         self.deferred.append(item)
 
     def observe(self, model: FallbackModel, text: str, name: str, line: int) -> None:
-        """Remember an unmatched line when it is an error line (bounded)."""
-        if not model.is_error_line(text):
+        """Remember an unmatched line when it is an error line (bounded); the test is remembered
+        per line text, like the signature matches (:data:`MEMO_LINES`)."""
+        err = self.error_lines.get(text)
+        if err is None:
+            if len(self.error_lines) >= MEMO_LINES:
+                self.error_lines.clear()
+            err = self.error_lines[text] = model.is_error_line(text)
+        if not err:
             return
         item = (name, line, text.strip())
         if model.is_exception_line(text):
@@ -597,10 +622,13 @@ class _Aggregator:
     def report(self, sources: list[str], elapsed: float,
                fallback: FallbackModel | None = None) -> Report:
         found = list(self.by_id.values())
-        if fallback is not None and not (self.unexplained or self.last_exception or self.last_consequence
-                                         or any(m.hard for m in found if not m.benign)):
-            # only soft lines (INFO, "falling back", "deprecated" ...) and no error line: a
-            # signature that matched them is not an answer by itself
+        strict = fallback is not None and "corroboration" in fallback.gates
+        if fallback is not None and not (
+                self.last_exception or self.last_consequence or any(m.hard for m in found if not m.benign)
+                or any(not strict or fallback.is_hard_error_line(t) for _, _, t in self.unexplained)):
+            # only soft lines (INFO, a WARNING that names no failure, "falling back",
+            # "deprecated" ...) and no hard error line: a signature that matched them is not an
+            # answer by itself
             found = [m for m in found if m.benign]
         fb = self._fallback_match(fallback) if fallback is not None else None
         matches = order(found)
@@ -632,6 +660,10 @@ def order(found: list[Match]) -> list[Match]:
             later = [ts for line, ts in stamped.get(m.first_file, ()) if line > m.first_line]
             when[id(m)] = min(later) if later else None
     return sorted(found, key=lambda m: m.sort_key(when.get(id(m), m.ts)))
+
+
+def _union(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
+    return None if a is None or b is None else a | b
 
 
 _DEFAULT: Scanner | None = None

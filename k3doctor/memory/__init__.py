@@ -17,7 +17,7 @@ _EXPORTS = {
     "Inventory": ".inventory", "InventoryError": ".inventory", "load_inventory": ".inventory",
     "Parallel": ".placement", "PlanError": ".placement",
     "SCHEMA_VERSION": ".plan", "GpuSpec": ".plan", "Plan": ".plan", "RankMemory": ".plan", "compute_plan": ".plan",
-    "parallel_from_launch": ".plan", "plan_from_facts": ".plan", "resolve_gpu": ".plan",
+    "plan_from_facts": ".plan", "resolve_gpu": ".plan",
     "ModelSpec": ".spec", "UnknownArchitecture": ".spec", "spec_from_config": ".spec",
 }
 

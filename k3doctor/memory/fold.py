@@ -11,6 +11,7 @@ This module imports nothing heavier than ``re`` and ``json``, so the CKPT path s
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -195,18 +196,27 @@ def inventory_fact(acc: Folded, shard_bytes: Mapping[str, int], config: Mapping[
 MAX_FOLDED = 50_000
 
 
+#: a shard's folded rows are kept for :meth:`HeaderFold.rows_like` up to this many
+_KEEP_PARTS = 4096
+
+
 class HeaderFold:
     """The checkpoint scan's tensor sink (:class:`k3doctor.ckpt.shard_scan.TensorRows`): folds each
     shard's raw rows as they come, keeps the tensor bytes of each shard that gave rows and the
     shards that could not, and makes the ``inventory`` document (:meth:`finish`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, model_dir: str | os.PathLike[str] | None = None) -> None:
+        #: the checkpoint directory: its quantisation side files (``hf_quant_config.json``,
+        #: ``quantize_config.json``) complete config.json in the inventory, as the engines read them
+        self.model_dir = model_dir
         self.acc: Folded = {}
         self.shard_bytes: dict[str, int] = {}
         self.errors: list[dict[str, Any]] = []
         self._part: Folded = {}
         self._bytes = 0
         self._bad: dict[str, str] = {}
+        #: each shard's folded rows and bytes, for :meth:`rows_like`
+        self._parts: dict[str, tuple[Folded, int]] = {}
 
     def rows(self, file: str, names: list[str], dtypes: list[str], nbytes: list[int], *, large: bool = False) -> bool:
         if file in self._bad:
@@ -224,7 +234,24 @@ class HeaderFold:
             return
         merge_folded(self.acc, ((k[0], k[1], a[0], a[1]) for k, a in self._part.items()))
         self.shard_bytes[file] = self._bytes
+        if len(self._part) <= _KEEP_PARTS:
+            self._parts[file] = (self._part, self._bytes)
         self._part, self._bytes = {}, 0
+
+    def rows_like(self, file: str, like: str, old: str, new: str) -> bool:
+        """``file``'s rows are ``like``'s with the name prefix ``old`` (which every name of
+        ``like`` starts with) replaced by ``new``: the scan's header memo found the two headers
+        equal but for the layer index (:mod:`k3doctor.ckpt.memo`). Folding cannot reach into that
+        index (``.experts.<i>.`` is not ``.layers.<i>.``), so ``file``'s folded rows are ``like``'s
+        renamed, when each starts with ``old``; False (send the rows) otherwise."""
+        kept = self._parts.get(like)
+        if kept is None or file in self._bad or not all(k[0].startswith(old) for k in kept[0]):
+            return False
+        cut = len(old)
+        self._part = {(new + k[0][cut:], k[1]): [a[0], a[1]] for k, a in kept[0].items()}
+        self._bytes = kept[1]
+        self.end(file)
+        return True
 
     def unreadable(self, file: str, kind: str) -> None:
         self.errors.append({"file": file, "kind": self._bad.pop(file, kind)})
@@ -235,4 +262,8 @@ class HeaderFold:
         plan from (no shard and no config.json)."""
         if not (self.shard_bytes or self.errors or config is not None):
             return None
+        if self.model_dir is not None and isinstance(config, dict):
+            from .inventory import with_side_files
+
+            config = with_side_files(config, self.model_dir)
         return inventory_fact(self.acc, self.shard_bytes, config, self.errors)

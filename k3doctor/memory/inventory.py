@@ -10,18 +10,12 @@ regex reader, then :func:`groups_from_folded`.
 
 from __future__ import annotations
 
-import json
-import operator
 import os
-import pickle
-import re
-import sys
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from .fold import (_COLUMNS, _EXPERT_ID_STR, _EXPERT_MARK, _ORDER, INVENTORY_FACT_SCHEMA, Folded, Group, _add_row,
+from .fold import (_COLUMNS, _EXPERT_ID_STR, _EXPERT_MARK, _ORDER, INVENTORY_FACT_SCHEMA, Group, HeaderFold,
                    _unranges, fold_tensors, groups_from_folded, inventory_fact, merge_folded)
 from .spec import ModelSpec, UnknownArchitecture, load_known_config, spec_from_config
 from .synth import DTYPE_BYTES, Tensor, synthesise
@@ -112,25 +106,35 @@ def read_config_any(path: str | os.PathLike[str]) -> dict[str, Any] | None:
             if not os.path.lexists(cp):
                 return None
             cfg = _json_file(cp)
-        return _with_hf_quant(cfg, [p / "hf_quant_config.json"])
+        return with_side_files(cfg, p)
     if p.is_file():
-        # ModelOpt's side file: hf_quant_config.json beside config.json, or <name>.hf_quant_config.json
+        # ModelOpt's side file: hf_quant_config.json beside config.json, or <name>.hf_quant_config.json;
+        # AutoGPTQ/AutoAWQ's quantize_config.json
         return _with_hf_quant(_json_file(p), [p.with_name(p.stem + ".hf_quant_config.json"),
-                                              p.with_name("hf_quant_config.json")])
+                                              p.with_name("hf_quant_config.json"), p.with_name("quantize_config.json")])
     return load_known_config(str(path))
 
 
+def with_side_files(cfg: Any, model_dir: str | os.PathLike[str]) -> Any:
+    """``cfg`` (a checkpoint directory's config.json) completed by the quantisation side file beside
+    it (see :func:`_with_hf_quant`)."""
+    d = Path(model_dir)
+    return _with_hf_quant(cfg, [d / "hf_quant_config.json", d / "quantize_config.json"])
+
+
 def _with_hf_quant(cfg: Any, candidates: list[Path]) -> Any:
-    """``cfg`` with ModelOpt's quantisation merged from the first side file that exists (engines read
-    ``hf_quant_config.json`` when config.json has no ``quantization_config``); a broken side file
-    leaves config.json as it is."""
+    """``cfg`` with the quantisation merged from the first side file that exists (engines read
+    ModelOpt's ``hf_quant_config.json`` and AutoGPTQ/AutoAWQ's ``quantize_config.json`` when
+    config.json has no ``quantization_config``); a broken side file leaves config.json as it is."""
     if not isinstance(cfg, dict) or cfg.get("quantization_config"):
         return cfg
     for hq in candidates:
         if hq.is_file():
-            from .quantscheme import merge_hf_quant_config
+            from .quantscheme import merge_hf_quant_config, merge_quantize_config
 
             try:
+                if hq.name == "quantize_config.json":
+                    return merge_quantize_config(cfg, _json_file(hq))
                 return merge_hf_quant_config(cfg, _json_file(hq))
             except Exception:  # noqa: BLE001
                 return cfg
@@ -154,152 +158,28 @@ def _json_file(p: Path) -> dict[str, Any]:
     return doc
 
 
-_HDR_ENTRY = re.compile(
-    rb'"([^"]+)":\{"dtype":"(\w+)","shape":\[([\d, ]*)\],"data_offsets":\[(\d+), ?(\d+)\]\}'
-)
-_ENTRY_KEY = operator.itemgetter(0, 1, 2)  # (name, dtype, shape): the same key always has the same size
+def _scan_inventory(model_dir: Path) -> Inventory:
+    """The inventory of ``model_dir``'s shard headers through the checkpoint scan, the one header
+    reader (:func:`k3doctor.ckpt.scan.scan_checkpoint` with a :class:`~.fold.HeaderFold` sink, as
+    ``check --model`` runs it): the same bounds (a 99 MB header of a million tensors is refused
+    within the memory budget, not folded), the same memo of repeated per-layer headers, the same
+    groups."""
+    from ..ckpt.scan import scan_checkpoint
 
-
-_EXPERT_ID = re.compile(rb"\.experts\.\d+\.")
-
-
-def _read_header(f: Path) -> bytes:
-    """The JSON header bytes of shard ``f`` through the checkpoint's one header reader
-    (:func:`k3doctor.ckpt.header.header_bytes`: regular files only, the safetensors size rules)."""
-    from ..ckpt.header import header_bytes
-
-    raw, prob = header_bytes(str(f), f.name)
-    if raw is None:
-        kind = prob["kind"] if prob else "unreadable"
-        raise InventoryError(f"{f}: unreadable safetensors header ({kind}); re-download the shard "
-                             f"(`k3doctor check --model {f.parent}` says what is wrong)")
-    return raw
-
-
-def _aggregate_files(files: list[Path]) -> tuple[dict[bytes, list[int]], Folded, dict[str, int]]:
-    """Sum the headers of ``files``: (canonical-layout rows by ``name|dtype``, rows of the JSON
-    fallback, bytes per shard). Raises :class:`InventoryError` for unreadable or corrupt shards."""
-    byte_acc: dict[bytes, list[int]] = {}
-    acc: Folded = {}
-    shards: dict[str, int] = {}
-    for f in files:
-        raw = _read_header(f)
-        # fold expert ids in C first (one key per layer and expert tensor), then scan once
-        folded = _EXPERT_ID.sub(b".experts.{E}.", raw) if b".experts." in raw else raw
-        ents = _HDR_ENTRY.findall(folded)
-        if not ents or len(ents) != raw.count(b'"data_offsets"') or b"\\" in raw:
-            try:
-                hdr = json.loads(raw)
-                if not isinstance(hdr, dict):
-                    raise ValueError("not an object")
-            except (ValueError, RecursionError):
-                raise InventoryError(f"{f}: header is not valid JSON; re-download the shard") from None
-            names, dtypes, sizes = [], [], []
-            for name, meta in hdr.items():
-                if name == "__metadata__":
-                    continue
-                try:
-                    b, e = meta["data_offsets"]
-                    dtypes.append(str(meta["dtype"]))
-                    sizes.append(int(e) - int(b))
-                    names.append(name)
-                except (KeyError, TypeError, ValueError):
-                    raise InventoryError(f"{f}: tensor {name!r} has a malformed header entry; "
-                                         "re-download the shard") from None
-            fold_tensors(names, dtypes, sizes, acc)
-            shards[f.name] = sum(sizes)
-            continue
-        # count identical (name, dtype, shape) entries in C -- after folding the expert ids most
-        # entries repeat -- and take each distinct one's size from one representative's offsets
-        keys = list(map(_ENTRY_KEY, ents))
-        counts = Counter(keys)
-        rep = dict(zip(keys, ents))
-        sbytes = 0
-        for k, cnt in counts.items():
-            name, dt, _shape, b, e = rep[k]
-            nb = (int(e) - int(b)) * cnt
-            sbytes += nb
-            _add_row(byte_acc, name + b"|" + dt, nb, cnt)
-        shards[f.name] = sbytes
-    return byte_acc, acc, shards
-
-
-#: below this many shards the fork costs more than it saves
-_FORK_MIN_SHARDS = 16
-
-
-def _aggregate_forked(files: list[Path]) -> tuple[dict[bytes, list[int]], Folded, dict[str, int]] | None:
-    """Sum the second half of ``files`` in a forked child while this process sums the first half
-    (the work is pure-Python byte handling, so threads would not overlap). None where fork is not
-    available or other threads run; a child that fails leaves its half to this process."""
-    import threading
-
-    if len(files) < _FORK_MIN_SHARDS or (os.cpu_count() or 1) < 2 or not hasattr(os, "fork") \
-            or not sys.platform.startswith("linux") or threading.active_count() > 1:
-        return None  # (forking a multi-threaded process can deadlock the child)
-    half = len(files) // 2
-    try:
-        r, w = os.pipe()
-        pid = os.fork()
-    except OSError:
-        return None
-    if pid == 0:  # child: sum its half, send (result | error text) back, never return
-        code = 0
-        try:
-            os.close(r)
-            try:
-                payload: Any = ("ok", _aggregate_files(files[half:]))
-            except InventoryError as exc:
-                payload = ("error", str(exc))
-            data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(w, view):]
-        except BaseException:  # noqa: BLE001 - the parent redoes this half
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(w)
-    try:
-        mine = _aggregate_files(files[:half])
-    finally:
-        with os.fdopen(r, "rb") as fh:
-            data = fh.read()
-        os.waitpid(pid, 0)
-    try:
-        status, theirs = pickle.loads(data)
-    except Exception:  # noqa: BLE001 - the child died before sending: do its half here
-        status, theirs = "ok", _aggregate_files(files[half:])
-    if status == "error":
-        raise InventoryError(str(theirs))
-    byte_acc, acc, shards = mine
-    for k, (nb, cnt) in theirs[0].items():
-        _add_row(byte_acc, k, nb, cnt)
-    merge_folded(acc, ((k[0], k[1], nb, cnt) for k, (nb, cnt) in theirs[1].items()))
-    shards.update(theirs[2])
-    return byte_acc, acc, shards
-
-
-def _aggregate_headers(model_dir: Path) -> tuple[list[Group], int, int, dict[str, int]]:
-    """Aggregate every ``*.safetensors`` header of ``model_dir`` (see :func:`aggregate`).
-
-    Used when no ``model`` fact carries the inventory (``k3doctor plan --model DIR``; the
-    checkpoint scan computes the same groups while it validates the headers). Reads only the
-    8-byte length and the JSON header of each shard. Headers in the canonical safetensors
-    serialisation are scanned with one regular expression and counted per distinct entry
-    (several times faster than ``json.loads`` + per-tensor objects for half a million tensors:
-    docs/benchmarks-plan.md); any other layout goes through the JSON parser and
-    :func:`fold_tensors`. With two or more cores a forked child sums half of the shards. Both
-    paths end in :func:`groups_from_folded`.
-    """
-    files = sorted(model_dir.glob("*.safetensors"))
-    summed = _aggregate_forked(files) or _aggregate_files(files)
-    byte_acc, acc, shards = summed
-    merge_folded(acc, ((k.rpartition(b"|")[0].decode(), k.rpartition(b"|")[2].decode(), nb, cnt)
-                       for k, (nb, cnt) in byte_acc.items()))
-    groups = groups_from_folded(acc)
-    shards = {f.name: shards[f.name] for f in files if f.name in shards}  # shard order, as before
-    return groups, sum(g.nbytes for g in groups), sum(g.count for g in groups), shards
+    fact = scan_checkpoint(model_dir, rows=HeaderFold(model_dir))
+    for p in fact.get("problems") or ():
+        if p.get("file") == "config.json" and p.get("kind") in ("config_unreadable", "config_invalid",
+                                                                  "dangling_symlink"):
+            # a config.json that exists but cannot be used: say so, never plan header-only behind it
+            what = {"config_invalid": "is not a usable JSON object", "config_unreadable": "cannot be read",
+                    "dangling_symlink": "is a link to a file that does not exist"}[str(p["kind"])]
+            detail = p.get("error") or p.get("target")
+            raise InventoryError(f"{model_dir / 'config.json'} {what}{f' ({detail})' if detail else ''}; "
+                                 "re-download it (or fix it) before planning")
+    doc = fact.get("inventory")
+    if not isinstance(doc, Mapping):
+        raise InventoryError(f"{model_dir}: no *.safetensors headers and no config.json to plan from")
+    return inventory_from_fact(doc, str(model_dir))
 
 
 def load_inventory(model: str | os.PathLike[str] | None = None, *, config: Mapping[str, Any] | None = None) -> Inventory:
@@ -317,6 +197,8 @@ def read_inventory(model: str | os.PathLike[str] | None = None, *, config: Mappi
     """
     notes: list[str] = []
     model_dir = Path(model) if model is not None and Path(model).is_dir() else None
+    if config is None and model_dir is not None and any(model_dir.glob("*.safetensors")):
+        return _scan_inventory(model_dir)
     if config is None and model is not None:
         config = read_config_any(model)
         if config is None and model_dir is None:
@@ -325,12 +207,6 @@ def read_inventory(model: str | os.PathLike[str] | None = None, *, config: Mappi
                 "pass --model DIR (with config.json or *.safetensors) or a config.json path"
             )
     spec = _spec(config, model_dir, notes)
-    has_headers = model_dir is not None and any(model_dir.glob("*.safetensors"))
-    if has_headers:
-        groups, total, n, shards = _aggregate_headers(model_dir)  # type: ignore[arg-type]
-        if n == 0:
-            raise InventoryError(f"{model_dir}: safetensors files hold no tensors")
-        return Inventory("headers", spec, groups, total, n, max(shards.values(), default=0), len(shards), notes, config)
     if spec is None:
         why = notes[-1] if notes else "no config.json"
         raise InventoryError(f"{model}: {why}; and no *.safetensors headers to fall back on")
@@ -365,8 +241,12 @@ def inventory_from_fact(doc: Mapping[str, Any], where: str = "the checkpoint") -
     errors = doc.get("errors") or []
     if errors:
         e = errors[0]
-        raise InventoryError(f"{os.path.join(where, str(e.get('file')))}: unreadable safetensors header "
-                             f"({e.get('kind')}); run `k3doctor check --model {where}` for the fix")
+        path = os.path.join(where, str(e.get("file")))
+        if e.get("kind") == "too_many_tensor_names":
+            raise InventoryError(f"{path}: more distinct tensor names than any model has (the planner folds "
+                                 "per-layer names; this header's do not fold): not a checkpoint to plan from")
+        raise InventoryError(f"{path}: unreadable safetensors header ({e.get('kind')}); re-download the shard "
+                             f"(`k3doctor check --model {where}` says what is wrong and prints the command)")
     config = doc.get("config")
     if doc.get("source") == "config":
         if not isinstance(config, Mapping):

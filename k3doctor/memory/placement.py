@@ -24,6 +24,12 @@ class PlanError(ValueError):
 
 @dataclass
 class Parallel:
+    """The layout the planner places weights for: a launch's parallel sizes and the flags that change
+    what a rank holds, already interpreted. A launch command becomes one only through
+    :meth:`k3doctor.launch.LaunchSpec.placement` (every flag is read there, once); it stays a
+    separate, mutable record because ``plan --search`` varies the layout of one launch (tp, ep, dp,
+    nodes) without a launch command for each candidate."""
+
     engine: str = "sglang"
     tp: int = 1
     ep: int = 1
@@ -168,10 +174,15 @@ def compact(inv: Inventory) -> list[tuple[int, str, str, int, str]]:
     cached = getattr(inv, "_compact", None)
     if cached is None:
         acc: dict[tuple[int, str, str, str], int] = {}
+        # a float32 checkpoint (config ``torch_dtype``/``dtype``) is loaded in 16 bits: the engines'
+        # ``--dtype auto`` serves float32 configs in bfloat16/float16 (vLLM/SGLang
+        # ``_get_and_verify_dtype``), so its F32 tensors take half their checkpoint bytes
+        f32_half = inv.spec is not None and inv.spec.ckpt_dtype == "F32"
         for g, (role, kind) in zip(inv.groups, classified(inv)):
             tmpl = g.template if g.layer < 0 else ""
             key = (g.layer, role, kind, tmpl)
-            acc[key] = acc.get(key, 0) + g.nbytes
+            nb = g.nbytes // 2 if f32_half and g.dtype == "F32" else g.nbytes
+            acc[key] = acc.get(key, 0) + nb
         cached = [(layer, role, kind, nb, tmpl) for (layer, role, kind, tmpl), nb in acc.items()]
         inv._compact = cached  # type: ignore[attr-defined]
     return cached

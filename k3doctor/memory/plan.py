@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 from math import ceil
 from typing import TYPE_CHECKING, Any, Mapping
@@ -17,7 +15,7 @@ from .placement import Parallel, PlanError, compact, expert_pad_factor, stage_we
 if TYPE_CHECKING:  # pragma: no cover
     from ..facts import Facts
 
-__all__ = ["RankMemory", "Plan", "compute_plan", "plan_from_facts", "parallel_from_launch", "resolve_gpu",
+__all__ = ["RankMemory", "Plan", "compute_plan", "plan_from_facts", "resolve_gpu",
            "SCHEMA_VERSION", "GpuSpec"]
 
 SCHEMA_VERSION = 1
@@ -451,7 +449,8 @@ def _vllm_stage(inv: Inventory, par: Parallel, s: int, weights: int, gpu: GpuSpe
             out.max_ctx = int(max(0, usable // max(1, len(attn))) * bs)
             out.state = int(conc * per_req_state * page)
             out.kv = int(avail - out.state)
-            out.kv_tokens = int((pages - conc * per_req_state) // max(1, len(attn)) * bs)
+            # (no attention pages left once the requests' KDA state is placed: 0 tokens, not fewer)
+            out.kv_tokens = int(max(0, pages - conc * per_req_state) // max(1, len(attn)) * bs)
             if req_ctx:
                 out.conc = int(pages // (len(attn) * ceil(req_ctx / bs) + per_req_state))
         else:
@@ -582,97 +581,7 @@ def _verdict(inv: Inventory, par: Parallel, stages: list[RankMemory], *, weights
     return kv_fits, context_implicit, why
 
 
-# -- from launch / facts -----------------------------------------------------------------------
-def parallel_from_launch(launch: Mapping[str, Any], **over: Any) -> Parallel:
-    """A :class:`Parallel` from the ``launch`` fact (LaunchSpec.to_dict()), with overrides."""
-    engine = str(launch.get("engine") or "sglang")
-    ep = int(launch.get("ep") or 1)
-    if engine == "vllm":
-        ep = 2 if launch.get("enable_expert_parallel") else 1
-    flags = launch.get("flags") or {}
-    env = dict(launch.get("env") or {})
-
-    def flag(*names: str) -> Any:
-        for n in names:
-            if n in flags:
-                return flags[n]
-        return None
-
-    ratio = flag("--mamba-full-memory-ratio")
-    par = Parallel(
-        engine=engine, tp=int(launch.get("tp") or 1), ep=ep, pp=int(launch.get("pp") or 1), dp=int(launch.get("dp") or 1),
-        dp_attention=bool(launch.get("enable_dp_attention")), dcp=int(launch.get("dcp") or 1),
-        nnodes=int(launch.get("nnodes") or 1), gpus_per_node=launch.get("gpus_per_node"),
-        moe_backend=launch.get("moe_runner_backend"), a2a_backend=launch.get("moe_a2a_backend"),
-        dp_lm_head=bool(launch.get("enable_dp_lm_head")), load_format=launch.get("load_format"),
-        kv_cache_dtype=launch.get("kv_cache_dtype"), mem_fraction=launch.get("mem_fraction"),
-        context=launch.get("context_length"), mamba_ssm_dtype=launch.get("mamba_ssm_dtype"),
-        cuda_graph_max_bs=launch.get("cuda_graph_max_bs"),
-        chunked_prefill_size=launch.get("chunked_prefill_size") if engine == "sglang" else None,
-        max_num_batched_tokens=launch.get("chunked_prefill_size") if engine == "vllm" else None,
-        max_running=launch.get("max_running_requests"),
-        speculative=bool(launch.get("speculative_algorithm") or launch.get("speculative_config")),
-        mtp_draft=_vllm_mtp_draft(engine, launch.get("speculative_config")),
-        shared_experts_fusion=not flag("--disable-shared-experts-fusion"),
-        language_only=bool(flag("--language-model-only")),
-        mamba_ratio=float(ratio) if isinstance(ratio, (int, float, str)) and str(ratio).replace(".", "", 1).isdigit() else None,
-        moe_dense_tp_size=int(flag("--moe-dense-tp-size")) if str(flag("--moe-dense-tp-size") or "").isdigit() else None,
-        redundant_experts=_redundant_experts(engine, flags),
-        mm_encoder_dp=str(flag("--mm-encoder-tp-mode") or "") == "data",
-        env=env,
-    )
-    for k, v in over.items():
-        if v is not None:
-            setattr(par, k, v)
-    return par
-
-
-def _vllm_mtp_draft(engine: str, spec_config: Any) -> bool:
-    """vLLM ``--speculative-config`` naming an MTP method (``mtp``, ``deepseek_mtp``,
-    ``qwen3_next_mtp`` ...): the drafter is the checkpoint's own MTP layers, loaded inside the
-    target's ``load_model`` and counted in its "Model loading took" (gpu_model_runner.load_model
-    loads the drafter under the same memory profiler; the embedding and lm_head are shared)."""
-    if engine != "vllm" or not spec_config:
-        return False
-    cfg = spec_config
-    if isinstance(cfg, str):
-        try:
-            cfg = json.loads(cfg)
-        except ValueError:
-            return "mtp" in cfg.lower()
-    method = str(cfg.get("method") or "") if isinstance(cfg, Mapping) else ""
-    return "mtp" in method.lower()
-
-
-def _redundant_experts(engine: str, flags: Mapping[str, Any]) -> int:
-    """Redundant physical experts from the launch flags, in each spelling the engines have used:
-    SGLang ``--ep-num-redundant-experts N``; vLLM ``--num-redundant-experts N`` (0.9-0.10),
-    ``--eplb-config '{"num_redundant_experts": N}'`` and ``--eplb-config.num_redundant_experts N``
-    (0.11+). vLLM counts them only with ``--enable-eplb``."""
-    def num(v: Any) -> int:
-        try:
-            return max(0, int(str(v).strip()))
-        except (TypeError, ValueError):
-            return 0
-
-    if engine == "sglang":
-        return num(flags.get("--ep-num-redundant-experts"))
-    if engine != "vllm":
-        return 0
-    if "--enable-eplb" not in flags and not flags.get("--eplb-config"):
-        return 0
-    for key in ("--num-redundant-experts", "--eplb-config.num_redundant_experts"):
-        if key in flags:
-            return num(flags[key])
-    raw = flags.get("--eplb-config")
-    if isinstance(raw, str):
-        # JSON as written, or with its quotes eaten by a shell wrapper ({num_redundant_experts:32})
-        m = re.search(r"num_redundant_experts\W{0,4}(\d{1,6})", raw)
-        if m:
-            return num(m.group(1))
-    return 0
-
-
+# -- from facts -------------------------------------------------------------------------------
 def device_cc(device: Mapping[str, Any]) -> tuple[int, int] | None:
     """``(major, minor)`` of a ``gpu`` fact device, when recorded."""
     cc = device.get("cc")

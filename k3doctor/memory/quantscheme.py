@@ -31,6 +31,10 @@ Formats (``QuantScheme.method``), with the tensors one Linear ``out × in`` beco
 ``bnb4``         bitsandbytes 4-bit: ``weight`` U8 ``[out·in/2, 1]`` + ``absmax`` F32 ``[out·in/64]``
                  (+ nested absmax when double quantisation) + ``quant_map`` F32 ``[16]``
 ``bnb8``         bitsandbytes 8-bit: ``weight`` I8 ``[out, in]`` + ``SCB`` F32 ``[out]``
+``mlx``          MLX affine (``quantization_config: {group_size, bits}`` without ``quant_method``, as
+                 mlx-lm writes it): ``weight`` U32 ``[out, in·b/32]`` + ``scales`` and ``biases``
+                 BF16 ``[out, in/g]``; embeddings and the head are quantised too; a module key
+                 with its own ``{bits, group_size}`` overrides, ``false`` keeps it unquantised
 ===============  ==================================================================================
 
 Layers left unquantised: the router gates, embeddings and ``lm_head`` (unless the config says
@@ -52,7 +56,7 @@ from math import ceil
 from typing import Any, Mapping
 
 __all__ = ["QuantScheme", "parse_quant", "linear_tensors", "with_launch_quantization", "ONLINE_QUANTIZATION",
-           "merge_hf_quant_config"]
+           "merge_hf_quant_config", "merge_quantize_config"]
 
 @dataclass(frozen=True)
 class QuantScheme:
@@ -70,8 +74,9 @@ class QuantScheme:
     lm_head: bool = False     # GPTQ/AWQ ``lm_head: true`` quantises the head too
     ignore: tuple[str, ...] = ()
     #: per-module formats (ModelOpt MIXED_PRECISION ``quantized_layers``): (module, method, group);
-    #: with overrides, a module none of them names stays unquantised
+    #: with overrides, a module none of them names stays unquantised (MLX: keeps the default)
     overrides: tuple[tuple[str, str, int], ...] = ()
+    embeddings: bool = False  # MLX: the embedding is quantised like a Linear
     source: str = ""          # quant_method as written
     notes: tuple[str, ...] = field(default=(), compare=False)
 
@@ -88,6 +93,8 @@ class QuantScheme:
         """Whether ``module`` (``model.layers.3.self_attn.q_proj``) stays unquantised."""
         if not self.quantised:
             return True
+        if kind == "embedding" and self.embeddings:
+            return any(_matches(p, module) for p in self.ignore)
         if kind in ("router", "embedding", "norm", "vision"):
             return True
         if kind == "lm_head" and not self.lm_head:
@@ -200,6 +207,24 @@ def _ct_scheme(q: Mapping[str, Any]) -> QuantScheme:
     return QuantScheme("ct_int8", **base)
 
 
+def _mlx_scheme(q: Mapping[str, Any]) -> QuantScheme:
+    """mlx-lm's ``quantization`` block: every Linear and Embedding at ``bits`` with one scale and one
+    bias per ``group_size`` inputs, except the module paths listed with their own settings (a
+    ``{bits, group_size}`` mapping) or ``false`` (left in 16 bits)."""
+    bits, group = _int(q.get("bits"), 4), _int(q.get("group_size"), 64)
+    ov, skip = [], []
+    for name, v in q.items():
+        if name in ("bits", "group_size", "mode", "quant_method"):
+            continue
+        if v is False:
+            skip.append(str(name))
+        elif isinstance(v, Mapping):
+            ov.append((str(name), f"mlx{_int(v.get('bits'), bits)}", _int(v.get("group_size"), group)))
+    return QuantScheme("mlx", bits=bits, group=group, lm_head=True, embeddings=True, ignore=tuple(skip),
+                       overrides=tuple(ov), source="mlx",
+                       notes=("MLX affine quantisation (mlx-lm): a format for Apple silicon, not one vLLM/SGLang load",))
+
+
 def parse_quant(cfg: Mapping[str, Any]) -> QuantScheme:
     """The :class:`QuantScheme` of a config (``quantization_config``, or ``compression_config``
     of older compressed-tensors exports); ``bf16`` when there is none or it is not understood
@@ -258,6 +283,9 @@ def parse_quant(cfg: Mapping[str, Any]) -> QuantScheme:
                            zero_point=not q.get("sym", True), desc_act=bool(q.get("desc_act", False)),
                            lm_head=bool(q.get("lm_head", False)),
                            ignore=_ignore_list(q, "modules_to_not_convert"), source="gptq")
+    if not method and isinstance(q.get("bits"), int) and isinstance(q.get("group_size"), int) \
+            and (q.get("mode", "affine") == "affine") and not q.get("quant_method"):
+        return _mlx_scheme(q)
     if method == "bitsandbytes" or q.get("load_in_4bit") or q.get("load_in_8bit"):
         skip = _ignore_list(q, "llm_int8_skip_modules", "modules_to_not_convert")
         if q.get("load_in_8bit") and not q.get("load_in_4bit"):
@@ -277,7 +305,11 @@ def linear_tensors(prefix: str, out: int, inp: int, scheme: QuantScheme, kind: s
     g = scheme.group if scheme.group and scheme.group > 0 else inp
     if scheme.overrides and m != "bf16":
         hit = next(((meth, grp) for name, meth, grp in scheme.overrides if _matches(name, prefix)), None)
-        m, g = (hit[0], hit[1] or g) if hit else ("bf16", g)
+        if m == "mlx":  # MLX: a listed module has its own bits / group, the rest the default
+            if hit:
+                b, g = _int(hit[0][3:], b), hit[1] or g
+        else:
+            m, g = (hit[0], hit[1] or g) if hit else ("bf16", g)
     ts: list[tuple[str, str, tuple[int, ...]]]
     if m == "bf16" or m == "mxfp4":
         ts = [(f"{prefix}.weight", dtype, (out, inp))]
@@ -328,6 +360,9 @@ def linear_tensors(prefix: str, out: int, inp: int, scheme: QuantScheme, kind: s
                    (f"{prefix}.weight.nested_absmax", "F32", (ceil(n / g / 256),))]
         else:
             ts.append((f"{prefix}.weight.absmax", "F32", (ceil(n / g),)))
+    elif m == "mlx":
+        ts = [(f"{prefix}.weight", "U32", (out, ceil(inp * b / 32))),
+              (f"{prefix}.scales", dtype, (out, ceil(inp / g))), (f"{prefix}.biases", dtype, (out, ceil(inp / g)))]
     elif m == "bnb8":
         ts = [(f"{prefix}.weight", "I8", (out, inp)), (f"{prefix}.SCB", "F32", (out,))]
     else:  # pragma: no cover - parse_quant only yields the methods above
@@ -372,4 +407,19 @@ def merge_hf_quant_config(cfg: Mapping[str, Any], hf_quant: Mapping[str, Any] | 
     out = dict(cfg)
     if hf_quant and isinstance(hf_quant.get("quantization"), Mapping) and not out.get("quantization_config"):
         out["quantization_config"] = {"quant_method": "modelopt", **dict(hf_quant["quantization"])}
+    return out
+
+
+def merge_quantize_config(cfg: Mapping[str, Any], qc: Mapping[str, Any] | None) -> dict[str, Any]:
+    """AutoGPTQ / AutoAWQ checkpoints may keep their settings only in ``quantize_config.json``
+    (``bits``, ``group_size``, ``desc_act``, ``sym`` / AutoAWQ ``w_bit``, ``q_group_size``,
+    ``zero_point``); vLLM's GPTQ/AWQ configs read that file when config.json has none
+    (``get_quant_config``). Without a ``quant_method`` it is GPTQ unless AWQ's keys say otherwise."""
+    out = dict(cfg)
+    if not isinstance(qc, Mapping) or out.get("quantization_config") or not (qc.get("bits") or qc.get("w_bit")):
+        return out
+    q = dict(qc)
+    if not q.get("quant_method"):
+        q["quant_method"] = "awq" if ("w_bit" in q or "q_group_size" in q or q.get("version")) else "gptq"
+    out["quantization_config"] = q
     return out

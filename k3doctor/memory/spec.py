@@ -210,6 +210,9 @@ class ModelSpec:
     hc_mult: int = 0
     hash_layers: int = 0
     expert_quant: str = ""   # "mxfp4" (DeepSeek-V4 ``expert_dtype: fp4``) or "" (the config's scheme)
+    #: the checkpoint's floating-point storage (config ``torch_dtype`` / ``dtype``): "BF16", "F16" or
+    #: "F32"; the engines serve a float32 checkpoint in 16 bits (placement halves its F32 tensors)
+    ckpt_dtype: str = "BF16"
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -225,262 +228,6 @@ class ModelSpec:
 def _quant(q: QuantScheme) -> tuple[str, tuple[int, int]]:
     """(legacy quant name, block) of a parsed scheme (``spec.quant`` / ``spec.quant_block``)."""
     return q.legacy, q.block if q.method == "fp8_block" else ((1, q.group) if q.quantised else (128, 128))
-
-
-_VISION_GATED_ACTS = ("silu", "swiglu", "swish")
-
-
-def vision_param_estimate(top: Mapping[str, Any], text_hidden: int) -> tuple[int, str]:
-    """Parameters of the vision tower + projector from ``vision_config`` (a ViT estimate:
-    per block q/k/v/o with biases, the MLP — gated for SiLU towers such as Qwen2.5-VL/Pixtral —
-    and norms; the patch embedding; learned position embeddings when ``image_size`` is given; the
-    projector by family: Qwen-VL patch merger (+ DeepStack mergers), Llama-4 adapter + projector,
-    Mistral-3 patch merger + 2-layer projector, else a 2-layer MLP)."""
-    v = top.get("vision_config")
-    if not isinstance(v, Mapping):
-        return 0, ""
-
-    def first(*keys: str, default: int = 0) -> int:
-        for k in keys:
-            x = v.get(k)
-            if isinstance(x, (int, float)) and x > 0:
-                return int(x)
-        return default
-
-    # Qwen2-VL names the ViT width embed_dim and the merger output hidden_size
-    vh = first("embed_dim", "hidden_size", "width", "vt_hidden_size", "hidden_dim")
-    vl = first("num_hidden_layers", "depth", "layers", "vt_num_hidden_layers", "num_layers")
-    if not vh or not vl:
-        return 0, ""
-    ratio = v.get("mlp_ratio")
-    vi = first("intermediate_size", "mlp_dim", "vt_intermediate_size", "ffn_dim",
-               default=int(vh * float(ratio)) if isinstance(ratio, (int, float)) else 4 * vh)
-    act = str(v.get("hidden_act") or v.get("activation") or "").lower()
-    mt = str(top.get("model_type", "")).lower()
-    gated = act in _VISION_GATED_ACTS or mt in ("pixtral", "mistral3") and act != "gelu"
-    block = 4 * vh * vh + 4 * vh + (3 if gated else 2) * vh * vi + vi + vh + 4 * vh
-    patch = first("patch_size", default=14)
-    chans = first("num_channels", "in_channels", "in_chans", default=3)
-    temporal = first("temporal_patch_size", default=1)
-    n = vl * block + vh * chans * patch * patch * temporal + 2 * vh
-    image = first("image_size", default=0)
-    positions = first("num_position_embeddings", default=0)
-    if positions:  # Qwen3-VL / 3.5 learned position table
-        n += positions * vh
-    elif image and mt not in ("qwen2_vl", "qwen2_5_vl"):
-        n += (image // patch) ** 2 * vh
-    out_h = first("out_hidden_size", "projector_output_dim", "output_dim",
-                  default=first("hidden_size") if v.get("embed_dim") else text_hidden)
-    merge = first("spatial_merge_size", default=2)
-    how = "2-layer projector"
-    if mt.startswith("qwen") and "vl" in mt:
-        m = vh * merge * merge
-        mergers = 1 + len(v.get("deepstack_visual_indexes") or [])
-        n += mergers * (m * m + m + m * out_h + out_h + 2 * m)
-        how = f"Qwen-VL patch merger x{mergers}"
-    elif mt == "llama4":
-        pin = first("projector_input_dim", default=4096)
-        pout = first("projector_output_dim", default=4096)
-        vout = first("vision_output_dim", default=pout)
-        shuffle = float(v.get("pixel_shuffle_ratio") or 0.5)
-        n += int(vh / (shuffle * shuffle)) * pin + pin * pout + vout * text_hidden
-        how = "Llama-4 adapter + projector"
-    elif mt in ("mistral3", "pixtral", "llava"):
-        n += vh * merge * merge * vh + vh * text_hidden + text_hidden * text_hidden
-        how = "patch merger + 2-layer projector"
-    else:
-        n += vh * text_hidden + text_hidden * text_hidden
-    return n, (f"vision tower estimated from vision_config: {vl} blocks × {vh} wide, "
-               f"{'gated ' if gated else ''}MLP {vi}, {how}")
-
-
-_GATED_NO = ("gpt2", "gpt_neox", "falcon", "starcoder2", "phi", "bloom", "opt", "gptj", "mpt",
-             "gpt_bigcode", "codegen", "olmo_nonstd")
-
-
-def _first(cfg: Mapping[str, Any], *keys: str) -> Any:
-    for k in keys:
-        v = cfg.get(k)
-        if v is not None:
-            return v
-    return None
-
-
-def _generic_spec(cfg: Mapping[str, Any], arch: str, mt: str, base: dict[str, Any]) -> ModelSpec:
-    """The generic fallback: a decoder from the config's standard fields (see the module doc)."""
-    names = {
-        "hidden": ("hidden_size", "d_model", "n_embd", "dim", "model_dim"),
-        "layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
-        "heads": ("num_attention_heads", "n_head", "num_heads", "n_heads"),
-        "vocab": ("vocab_size", "padded_vocab_size", "n_vocab"),
-    }
-    got = {k: _first(cfg, *v) for k, v in names.items()}
-    blocks = cfg.get("layers_block_type")
-    if got["layers"] is None and isinstance(blocks, list) and blocks:
-        got["layers"] = len(blocks)
-    missing = [v[0] for k, v in names.items() if not isinstance(got[k], (int, float)) or got[k] <= 0]
-    inter = _first(cfg, "intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim", "mlp_dim")
-    n_exp = int(_first(cfg, "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts") or 0)
-    moe_inter = int(_first(cfg, "moe_intermediate_size", "expert_intermediate_size", "moe_ffn_hidden_size") or 0)
-    if n_exp and not moe_inter:
-        moe_inter = int(inter or 0)
-    nas = cfg.get("block_configs")
-    nas_ok = isinstance(nas, list) and isinstance(got["layers"], (int, float)) and len(nas) == got["layers"] \
-        and all(isinstance(b, Mapping) for b in nas)
-    if inter is None and not n_exp and not nas_ok:
-        missing.append("intermediate_size")
-    if missing:
-        raise UnknownArchitecture(
-            f"architecture {arch!r} (model_type {mt!r}) is not in the table and config.json lacks "
-            f"{', '.join(missing)} (or has them as non-numbers) for the generic projection", missing=missing)
-    H, L, nh = int(got["hidden"]), int(got["layers"]), int(got["heads"])
-    kvh = _first(cfg, "num_key_value_heads", "num_kv_heads", "multi_query_group_num", "n_head_kv")
-    if kvh is None and cfg.get("multi_query"):
-        kvh = 1
-    kvh = int(kvh or nh)
-    hd = int(_first(cfg, "head_dim", "kv_channels", "attention_head_dim") or H // nh)
-    notes = [f"generic projection for {arch} (model_type {mt!r}): built from config.json's standard "
-             "fields; names and small tensors are assumed (±3% typical)"]
-    act = str(cfg.get("hidden_act") or cfg.get("activation_function") or "").lower()
-    gated = mt not in _GATED_NO and not (act in ("gelu", "gelu_new", "relu") and mt.startswith(("gpt", "falcon", "starcoder")))
-    if not gated:
-        notes.append("plain 2-matrix MLP assumed (no gate projection)")
-    moe_layers: tuple[int, ...] = ()
-    first_dense = 0
-    if n_exp:
-        freq = _first(cfg, "interleave_moe_layer_step", "decoder_sparse_step", "moe_layer_freq")
-        step = int(freq) if isinstance(freq, (int, float)) and freq >= 1 else 1
-        first_dense = int(_first(cfg, "first_k_dense_replace", "first_k_dense") or 0)
-        only = set(cfg.get("mlp_only_layers") or [])
-        explicit = cfg.get("moe_layers") or cfg.get("moe_layer_indices")
-        if isinstance(freq, list) and len(freq) == L:  # per-layer 0/1 flags (MiniMax-M3, MiMo-V2)
-            moe_layers = tuple(i for i, f in enumerate(freq) if f)
-        elif isinstance(explicit, list) and explicit and all(isinstance(i, int) for i in explicit):
-            moe_layers = tuple(i for i in explicit if 0 <= i < L)
-        else:
-            moe_layers = tuple(i for i in range(first_dense, L) if i not in only and (i + 1) % step == 0)
-    shared = int(cfg.get("shared_expert_intermediate_size") or 0) or (
-        int(_first(cfg, "n_shared_experts", "num_shared_experts", "shared_expert_count") or 0) * moe_inter)
-    dense_inter = int(_first(cfg, "intermediate_size_mlp", "dense_intermediate_size") or inter or 0)
-    hybrid = _hybrid_layers(cfg, L, moe_layers, notes)
-    if nas_ok:
-        hybrid.update(_nas_layers(list(nas or []), H, nh, notes))
-        kvs = [k for k in hybrid["layer_kv_heads"] if k > 0]
-        kvh = min(kvs) if kvs else kvh
-        dense_inter = max(hybrid["layer_intermediate"]) if hybrid["layer_intermediate"] else dense_inter
-    if hybrid.get("layer_mlps"):
-        moe_layers = tuple(i for i, m in enumerate(hybrid["layer_mlps"]) if m == "moe")
-    if "relu2" in str(cfg.get("mlp_hidden_act") or act):
-        gated = False
-        hybrid["gated_experts"] = False
-    if hybrid.get("layer_mixers") and "linear" in hybrid["layer_mixers"] and mt.startswith("qwen3_5"):
-        hybrid["gdn_split"] = True  # Qwen3.5 stores in_proj_qkv / in_proj_z / in_proj_b / in_proj_a apart
-    hybrid.update(_gemma4_geometry(cfg, L, kvh, notes))
-    if n_exp and cfg.get("enable_moe_block"):
-        hybrid["moe_plus_dense"] = True
-        notes.append("every MoE layer also runs a dense MLP (enable_moe_block: the router/experts block sits beside mlp)")
-    latent = int(cfg.get("moe_latent_size") or 0)
-    if latent:
-        notes.append(f"latent MoE: routed experts work in a {latent}-wide latent (down/up projections per MoE layer)")
-    shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0) or shared
-    mtp = int(cfg.get("mtp_num_hidden_layers") or 0)
-    if mtp:  # Qwen3-Next/3.5: counted only when the engine loads them as the draft (placement)
-        hybrid.update(mtp_layers=mtp, mtp_prefix="mtp")
-    return ModelSpec(
-        family="generic", hidden=H, layers=L, vocab=int(got["vocab"]), heads=nh, kv_heads=kvh, head_dim=hd,
-        experts=n_exp, topk=int(_first(cfg, "num_experts_per_tok", "moe_topk", "top_k", "num_experts_per_token") or 0),
-        moe_intermediate=moe_inter, shared_intermediate=shared, intermediate=dense_inter, first_dense=first_dense,
-        moe_layers=moe_layers, mla_layers=tuple(range(L)), latent=latent,
-        attn_bias=bool(_first(cfg, "attention_bias", "qkv_bias", "use_bias", "bias") or False),
-        qk_norm=bool(cfg.get("use_qk_norm") or cfg.get("qk_layernorm") or mt.startswith("qwen3")),
-        gated_mlp=gated, approximate=True, notes=tuple(notes), **hybrid, **base,
-    )
-
-
-def _gemma4_geometry(cfg: Mapping[str, Any], L: int, kvh: int, notes: list[str]) -> dict[str, Any]:
-    """Gemma-4's full-attention layers (``layer_types``): ``global_head_dim`` wide heads and, with
-    ``attention_k_eq_v``, ``num_global_key_value_heads`` KV heads and no ``v_proj`` (vLLM
-    gemma4.py Gemma4DecoderLayer)."""
-    types = [str(t).lower() for t in cfg.get("layer_types") or []]
-    ghd = cfg.get("global_head_dim")
-    if len(types) != L or not isinstance(ghd, int) or ghd <= 0 or "full_attention" not in types:
-        return {}
-    k_eq_v = bool(cfg.get("attention_k_eq_v"))
-    gkv = cfg.get("num_global_key_value_heads") if k_eq_v else None
-    glob = tuple(i for i, t in enumerate(types) if t == "full_attention")
-    notes.append(f"{len(glob)} full-attention layers with {ghd}-wide heads"
-                 + (f", {gkv} KV heads and K reused as V" if k_eq_v else ""))
-    return {"global_layers": glob, "global_head_dim": ghd, "k_eq_v": k_eq_v,
-            "global_kv_heads": int(gkv) if isinstance(gkv, int) and gkv > 0 else kvh}
-
-
-def _nas_kind(part: Mapping[str, Any], linear: str, kept: str) -> str:
-    """A Nemotron-NAS sub-block: skipped (``no_op``), one linear (``replace_with_linear``) or kept."""
-    return "none" if part.get("no_op") else linear if part.get("replace_with_linear") else kept
-
-
-def _nas_layers(blocks: list[Mapping[str, Any]], H: int, heads: int, notes: list[str]) -> dict[str, Any]:
-    """DeciLM / Nemotron-NAS ``block_configs``: per layer, attention with ``heads //
-    n_heads_in_group`` KV heads, skipped (``no_op``) or one H x H linear (``replace_with_linear``), and
-    an MLP ``ffn_mult`` wide (``2 * ffn_mult * H / 3`` rounded up to 256), skipped or one linear."""
-    mixers, mlps, inters, kvs = [], [], [], []
-    for b in blocks:
-        a_raw, f_raw = b.get("attention"), b.get("ffn")
-        att: Mapping[str, Any] = a_raw if isinstance(a_raw, Mapping) else {}
-        ffn: Mapping[str, Any] = f_raw if isinstance(f_raw, Mapping) else {}
-        group, mult = att.get("n_heads_in_group"), ffn.get("ffn_mult")
-        mixers.append(_nas_kind(att, "attn_linear", "attn"))
-        mlps.append(_nas_kind(ffn, "linear", "dense"))
-        kvs.append(0 if mixers[-1] != "attn" else
-                   max(1, heads // int(group)) if isinstance(group, (int, float)) and group >= 1 else heads)
-        width = int(2 * float(mult) * H / 3) if isinstance(mult, (int, float)) and mult > 0 else 4 * H
-        inters.append(-(-width // 256) * 256 if mlps[-1] == "dense" else 0)
-    notes.append(f"per-layer blocks from block_configs: {mixers.count('attn')} attention, {mixers.count('none')} "
-                 f"without attention, {mlps.count('dense')} MLPs ({min(i for i in inters if i) if any(inters) else 0}"
-                 f"-{max(inters) if inters else 0} wide)")
-    return {"layer_mixers": tuple(mixers), "layer_mlps": tuple(mlps), "layer_intermediate": tuple(inters),
-            "layer_kv_heads": tuple(kvs)}
-
-
-def _hybrid_layers(cfg: Mapping[str, Any], L: int, moe_layers: tuple[int, ...], notes: list[str]) -> dict[str, Any]:
-    """Per-layer mixers and MLPs of hybrid decoders: ``layer_types`` with ``linear_attention``
-    (Qwen3-Next / Qwen3.5 Gated DeltaNet; every layer keeps its MLP) and Nemotron-H's
-    ``hybrid_override_pattern`` (``M`` Mamba-2, ``*`` attention, ``-`` MLP, ``E`` MoE: one block
-    per character)."""
-    out: dict[str, Any] = {}
-    pattern = cfg.get("hybrid_override_pattern")
-    types = [str(t).lower() for t in cfg.get("layer_types") or []]
-    blocks = cfg.get("layers_block_type")
-    if not pattern and isinstance(blocks, list) and len(blocks) == L:  # Nemotron-H v3 spelling
-        code = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
-        if all(str(b).lower() in code for b in blocks):
-            pattern = "".join(code[str(b).lower()] for b in blocks)
-    if isinstance(pattern, str) and len(pattern) == L and set(pattern) <= set("M*-E"):
-        out["mixer_prefix"] = "mixer"  # Nemotron-H: each block's one module is ``mixer`` (attention too)
-        out["layer_mixers"] = tuple({"M": "mamba", "*": "attn"}.get(c, "none") for c in pattern)
-        out["layer_mlps"] = tuple({"-": "dense", "E": "moe"}.get(c, "none") for c in pattern)
-        notes.append(f"hybrid layers from hybrid_override_pattern: {pattern.count('M')} Mamba-2, "
-                     f"{pattern.count('*')} attention, {pattern.count('-')} MLP, {pattern.count('E')} MoE")
-    elif len(types) == L and any("linear" in t for t in types):
-        out["layer_mixers"] = tuple("linear" if "linear" in t else "attn" for t in types)
-        moe = set(moe_layers)
-        out["layer_mlps"] = tuple("moe" if i in moe else "dense" for i in range(L))
-        notes.append(f"hybrid layers from layer_types: {sum('linear' in t for t in types)} Gated DeltaNet, "
-                     f"{sum('linear' not in t for t in types)} full attention")
-    if out.get("layer_mixers") and "mamba" in out["layer_mixers"]:
-        heads = int(_first(cfg, "mamba_num_heads", "ssm_num_heads") or 0)
-        hdim = int(_first(cfg, "mamba_head_dim", "ssm_head_dim") or 0)
-        inner = heads * hdim or int(cfg.get("expand") or 2) * int(_first(cfg, "hidden_size") or 0)
-        out["mamba_dims"] = (inner, int(_first(cfg, "n_groups", "mamba_n_groups") or 1),
-                             int(_first(cfg, "ssm_state_size", "state_size", "mamba_d_state") or 128),
-                             heads or inner // 64, int(_first(cfg, "conv_kernel", "mamba_d_conv") or 4))
-    if out.get("layer_mixers") and "linear" in out["layer_mixers"]:
-        out["linear_dims"] = (int(cfg.get("linear_num_key_heads") or 16), int(cfg.get("linear_key_head_dim") or 128),
-                              int(cfg.get("linear_num_value_heads") or 32), int(cfg.get("linear_value_head_dim") or 128),
-                              int(cfg.get("linear_conv_kernel_dim") or 4))
-    if cfg.get("attn_output_gate") or (types and any("linear" in t for t in types) and cfg.get("attn_output_gate") is None):
-        out["attn_output_gate"] = True
-    return out
 
 
 def spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
@@ -502,6 +249,8 @@ def spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
 
 
 def _spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
+    from .vision import vision_param_estimate
+
     if not isinstance(config, Mapping):
         raise UnknownArchitecture("config.json is not a JSON object")
     top = config
@@ -514,17 +263,25 @@ def _spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
         if "quantization_config" not in cfg and top.get("quantization_config"):
             cfg["quantization_config"] = top["quantization_config"]
         return _kimi_k3(cfg, arch, top)
-    if "text_config" in top and "hidden_size" not in top:
-        cfg = dict(top["text_config"])
+    # the language model's own config: transformers ``text_config`` (InternVL ``llm_config``, DeepSeek-VL2 /
+    # OCR ``language_config``), used when the top level lacks the decoder's size (PaliGemma keeps a
+    # ``hidden_size`` at the top for the projector but the layer count only in ``text_config``)
+    sub = next((k for k in ("text_config", "llm_config", "language_config") if isinstance(top.get(k), Mapping)), None)
+    if sub and ("hidden_size" not in top or "num_hidden_layers" not in top):
+        cfg = dict(top[sub])
         cfg.setdefault("quantization_config", top.get("quantization_config"))
+        for k in ("torch_dtype", "dtype"):
+            if k in top and k not in cfg:
+                cfg[k] = top[k]
         mt = str(cfg.get("model_type", mt)).lower()
     qscheme = parse_quant(cfg)
     quant, block = _quant(qscheme)
 
     tie = cfg.get("tie_word_embeddings", top.get("tie_word_embeddings"))
-    if tie is None:  # absent: the config class's default (Gemma ties, the table's families do not)
-        tie = mt.startswith("gemma")
+    if tie is None:  # absent: the config class's default (transformers' PretrainedConfig ties)
+        tie = mt.startswith(_TIED_BY_DEFAULT)
     base: dict[str, Any] = dict(
+        ckpt_dtype=_ckpt_dtype(cfg, top),
         arch=arch,
         tie_embeddings=bool(tie),
         quant=quant,
@@ -543,6 +300,26 @@ def _spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
         spec.notes = tuple(notes)
         spec.approximate = spec.approximate or bool(vis)
     return spec
+
+
+#: model types whose transformers config class leaves ``tie_word_embeddings`` at PretrainedConfig's
+#: default (True) — when config.json omits it the checkpoint has no separate head; the table's
+#: other families (Llama, Qwen, Mistral, Phi-3, GPT-NeoX, ...) override it to False
+_TIED_BY_DEFAULT = ("gemma", "paligemma", "smollm3", "bloom", "gpt2", "cohere")
+
+_FLOAT_DTYPES = {"float32": "F32", "float": "F32", "fp32": "F32", "float16": "F16", "half": "F16", "fp16": "F16",
+                 "bfloat16": "BF16", "bf16": "BF16"}
+
+
+def _ckpt_dtype(cfg: Mapping[str, Any], top: Mapping[str, Any]) -> str:
+    """The checkpoint's floating-point storage from ``torch_dtype`` (``dtype`` in newer
+    transformers), text config first; BF16 when absent."""
+    for c in (cfg, top):
+        for k in ("torch_dtype", "dtype"):
+            v = c.get(k)
+            if isinstance(v, str) and v.lower().replace("torch.", "") in _FLOAT_DTYPES:
+                return _FLOAT_DTYPES[v.lower().replace("torch.", "")]
+    return "BF16"
 
 
 def _need(cfg: Mapping[str, Any], arch: str, keys: tuple[str, ...]) -> None:
@@ -611,6 +388,7 @@ def _deepseek_v4_spec(cfg: Mapping[str, Any], arch: str, base: dict[str, Any]) -
 def _text_spec(cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, mt: str,
                base: dict[str, Any]) -> ModelSpec:
     """The language model's spec (family table, else the generic fallback)."""
+    from .spec_generic import generic_spec
 
     def need(*keys: str) -> None:
         _need(cfg, arch, keys)
@@ -626,7 +404,7 @@ def _text_spec(cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, mt: st
     if mt == "llama4_text" or mt == "llama4" or "Llama4" in arch:
         return _llama4(cfg, base)
     if not known:
-        return _generic_spec(cfg, arch, mt, base)
+        return generic_spec(cfg, arch, mt, base)
     need("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
     H, L, nh = int(cfg["hidden_size"]), int(cfg["num_hidden_layers"]), int(cfg["num_attention_heads"])
     kvh = int(cfg.get("num_key_value_heads") or nh)
@@ -669,7 +447,7 @@ def _text_spec(cfg: Mapping[str, Any], top: Mapping[str, Any], arch: str, mt: st
         need("intermediate_size")
         return ModelSpec(family="dense", intermediate=int(cfg["intermediate_size"]),
                          qk_norm=mt == "qwen3", attn_bias=mt == "qwen2", **common)
-    return _generic_spec(cfg, arch, mt, base)
+    return generic_spec(cfg, arch, mt, base)
 
 
 def _llama4(cfg: Mapping[str, Any], base: dict[str, Any]) -> ModelSpec:

@@ -11,17 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+from ..dtypes import DTYPE_BYTES
 from .quantscheme import QuantScheme, linear_tensors
 from .spec import ModelSpec
 
 __all__ = ["Tensor", "DTYPE_BYTES", "synthesise", "tensor_nbytes"]
-
-DTYPE_BYTES: dict[str, float] = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "F8_E4M3FNUZ": 1, "F8_E5M2FNUZ": 1,
-    "I16": 2, "U16": 2, "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
-    "C64": 8, "F4": 0.5, "F6_E2M3": 0.75, "F6_E3M2": 0.75,
-}
-
 
 @dataclass(frozen=True, slots=True)
 class Tensor:
@@ -57,8 +51,14 @@ def synthesise(spec: ModelSpec, *, experts_limit: int | None = None) -> list[Ten
     if spec.family == "kimi_k3":
         return list(_kimi_k3(spec, ne))
     if spec.family == "deepseek_v4":
-        return list(_deepseek_v4(spec, ne))
-    return list(_generic(spec, ne))
+        out = list(_deepseek_v4(spec, ne))
+    else:
+        out = list(_generic(spec, ne))
+    if spec.ckpt_dtype != "BF16":  # the checkpoint's 16-bit tensors are stored in its torch_dtype
+        scale = DTYPE_BYTES[spec.ckpt_dtype] / 2
+        out = [Tensor(t.name, spec.ckpt_dtype, t.shape, int(t.nbytes * scale), t.shard) if t.dtype == "BF16" else t
+               for t in out]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,7 +279,7 @@ def _generic(s: ModelSpec, n_exp: int) -> Iterator[Tensor]:
     if s.vision_params:
         # estimated from vision_config (spec.vision_param_estimate): one group, placed as vision
         yield _t("vision_tower.estimated.weight", "BF16", (s.vision_params,))
-    yield _t("model.embed_tokens.weight", "BF16", (s.vocab, H))
+    yield from _qlin("model.embed_tokens", s.vocab, H, s.qscheme, "embedding")  # BF16 unless MLX quantises it
     yield _t("model.norm.weight", "BF16", (H,))
     if not s.tie_embeddings:
         yield from _qlin("lm_head", s.vocab, H, s.qscheme, "lm_head")

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from .inventory import load_inventory, read_config_any, with_launch_quantization_inventory
-from .plan import compute_plan, parallel_from_launch, resolve_gpu
+from ..launch import LaunchSpec
+from .plan import compute_plan, resolve_gpu
 
 from ..units import GiB
 RECEIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "receipts"
@@ -73,7 +74,7 @@ def evaluate(rec: dict[str, Any]) -> dict[str, Any]:
         cfg = _config(rec)
         inv = load_inventory(None, config=cfg) if cfg is not None else load_inventory(rec.get("config") or rec["model"])
         inv = with_launch_quantization_inventory(inv, launch)
-        par = parallel_from_launch(launch)
+        par = LaunchSpec.of(launch).placement()
         par.gpus_per_node = None
         plan = compute_plan(inv, par, _gpu(rec.get("gpu")), model_name=rec["model"])
     except Exception as exc:  # noqa: BLE001 - a refusal is a result here ("unanswered")

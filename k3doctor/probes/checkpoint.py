@@ -91,7 +91,7 @@ def model_fact(model_dir: str | Path, **scan: Any) -> dict[str, Any]:
     from ..ckpt.scan import scan_checkpoint
     from ..memory.fold import HeaderFold
 
-    return scan_checkpoint(model_dir, rows=HeaderFold(), **scan)
+    return scan_checkpoint(model_dir, rows=HeaderFold(model_dir), **scan)
 
 
 def probe_model(ctx: Any) -> dict[str, Any]:
