@@ -16,6 +16,8 @@ classifier (signatures only), so the printed ratios say what the fallback adds.
     python benchmarks/validate_explain.py --by-project # plus top-1 per source project (counts)
     python benchmarks/validate_explain.py --sample fixtures/errors/collected/r5_a.jsonl \
         fixtures/errors/collected/r5_benign.jsonl      # a fresh sample, scored before it is used
+    python benchmarks/validate_explain.py --framings   # answers kept when pastes are framed/wrapped
+    python benchmarks/validate_explain.py --ordering   # right category matched but not first
 
 Held-out misses are deliberately not printed: reading them would be tuning on them.
 """
@@ -155,6 +157,85 @@ def score_sample(paths: list[Path], projects: bool = False) -> int:
     return 0
 
 
+def score_framings(log_check: bool = False) -> int:
+    """Per framing (fixtures/errors/framings.py): of the rows answered right unframed, how many keep
+    their answer framed, and the benign lines flagged framed; held-out as counts only."""
+    from fixtures.errors.framings import FRAMES, WRAPS
+
+    errors, benign = load("errors.jsonl"), load("benign.jsonl")
+    scanner = Scanner()
+    right = {s: [r for r in errors if r["split"] == s and top1(scanner, r["excerpt"], False)[0] == r["expected_category"]]
+             for s in ("dev", "heldout")}
+    print(f"answered right unframed: dev {len(right['dev'])}, held-out {len(right['heldout'])}")
+    print(f"{'framing':<16} {'dev kept':>10} {'held-out kept':>14} {'dev benign alarms':>18} "
+          f"{'held-out benign':>16}" + (f" {'log != text':>12}" if log_check else ""))
+    for name, f in {**FRAMES, **WRAPS}.items():
+        kept = {s: sum(top1(scanner, f(r["excerpt"]), False)[0] == r["expected_category"] for r in rows)
+                for s, rows in right.items()}
+        ben = {s: sum(bool(alarms(scanner, f(r["excerpt"]), False)) for r in benign if r["split"] == s)
+               for s in ("dev", "heldout")}
+        nben = {s: sum(r["split"] == s for r in benign) for s in ("dev", "heldout")}
+        line = (f"{name:<16} {kept['dev']:>5}/{len(right['dev']):<4} {kept['heldout']:>8}/{len(right['heldout']):<5} "
+                f"{ben['dev']:>12}/{nben['dev']:<5} {ben['heldout']:>10}/{nben['heldout']:<5}")
+        if log_check:
+            diff = sum(top1(scanner, f(r["excerpt"]), False) != top1(scanner, f(r["excerpt"]), True)
+                       for r in errors + benign)
+            line += f" {diff:>12}"
+        print(line)
+    return 0
+
+
+def score_ordering(show: bool = False) -> int:
+    """Root cause first. (1) Corpus rows whose expected category is among the matches but not the
+    first one. (2) The consequence probe: each row answered right on its own is pasted with a
+    consequence line (fixtures/errors/framings.py CONSEQUENCES: a watchdog timeout, a peer's
+    connection reset, an exit code, an engine wrapper ...) after it and before it; how many keep
+    their category first. Dev rows listed with --misses; held-out as counts only."""
+    from fixtures.errors.framings import CONSEQUENCES
+
+    errors = load("errors.jsonl")
+    scanner = Scanner()
+    for mode in ("text", "log"):
+        for split in ("dev", "heldout"):
+            rows = [r for r in errors if r["split"] == split]
+            later = []
+            for r in rows:
+                rep = scanner.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=mode == "log")
+                cats = [m.sig.category for m in rep.matches if not m.benign]
+                if cats and cats[0] != r["expected_category"] and r["expected_category"] in cats:
+                    later.append((r, rep))
+            print(f"{mode:<5} {split:<8} right category matched but not first: {len(later)}/{len(rows)}")
+            if show and split == "dev" and mode == "text":
+                for r, rep in later:
+                    print(f"- {r['id']} want {r['expected_category']}: "
+                          + ", ".join(f"{m.sig.id}[{m.sig.category}/{m.sig.tier}]@{m.first_line}" for m in rep.matches))
+                    print("    " + repr(r["excerpt"][:600]))
+    print("\nconsequence probe (text mode): rows answered right alone that keep their category first")
+    for split in ("dev", "heldout"):
+        right = [r for r in errors if r["split"] == split
+                 and top1(scanner, r["excerpt"], False)[0] == r["expected_category"]]
+        total, lost = 0, []
+        per = []
+        for name, line in CONSEQUENCES.items():
+            kept = {"after": 0, "before": 0}
+            for r in right:
+                for where in kept:
+                    text = r["excerpt"] + "\n" + line if where == "after" else line + "\n" + r["excerpt"]
+                    cat, sid, _ = top1(scanner, text, False)
+                    ok = cat == r["expected_category"]
+                    kept[where] += ok
+                    if not ok and split == "dev":
+                        lost.append((name, where, r["id"], sid))
+            total += kept["after"] + kept["before"]
+            per.append(f"{name} {kept['after']}/{kept['before']}")
+        n = 2 * len(CONSEQUENCES) * len(right)
+        print(f"  {split:<8} {pct(total, n)} (after/before: {', '.join(per)} of {len(right)})")
+        if show and split == "dev":
+            for name, where, rid, sid in lost:
+                print(f"  - {rid} with {name} {where}: first {sid}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--misses", action="store_true", help="print dev-split misses and alarms")
@@ -169,7 +250,17 @@ def main(argv: list[str] | None = None) -> int:
                          "scored before anyone looks at its misses")
     ap.add_argument("--by-project", action="store_true",
                     help="also print top-1 per source project (counts only, signatures + fallback)")
+    ap.add_argument("--framings", action="store_true",
+                    help="answers kept under each framing/wrap of fixtures/errors/framings.py (counts)")
+    ap.add_argument("--log-check", action="store_true", help="with --framings: also count rows whose "
+                    "log-mode answer differs from the text-mode one")
+    ap.add_argument("--ordering", action="store_true",
+                    help="rows whose right category is matched but not first (with --misses: the dev rows)")
     args = ap.parse_args(argv)
+    if args.framings:
+        return score_framings(args.log_check)
+    if args.ordering:
+        return score_ordering(args.misses)
     if args.sample:
         return score_sample([Path(p) for p in args.sample], projects=args.by_project)
     errors, benign = load("errors.jsonl"), load("benign.jsonl")

@@ -109,10 +109,11 @@ def test_top1_on_the_heldout_split(prefilter):
     Round 7 added 44 held-out rows (341/437 before its rule changes, 344/437 after): 0.784.
     Round 7c added 20 (361/457, 79.0%); the precision gates cost 4 of them (357/457, 78.1%) for
     held-out benign alarms 7 -> 3: 0.78. Round 8 added 50 held-out rows of the core projects
-    (395/507 before its rule changes, 396/507 after, 78.1%): 0.78."""
+    (395/507 before its rule changes, 396/507 after, 78.1%): 0.78. Line assembly and root-cause
+    ordering (issue 12) on top of round 8: 397/507 (78.3%): 0.783."""
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.78, len(misses)
+    assert acc >= 0.783, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:

@@ -19,6 +19,8 @@ from k3doctor.explain.kb import load_kb
 from k3doctor.explain.prefilter import Prefilter, derive_anchors, required_literals
 from k3doctor.explain.scan import Scanner
 
+from fixtures.errors.framings import WRAPS
+
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "errors"
 SCANNER = Scanner()
 
@@ -119,6 +121,25 @@ def test_corpus_rows_in_colour_with_other_numbers_and_crlf_give_the_same_result(
         if not _same(text.encode("utf-8", "surrogateescape")):
             bad.append(r["id"])
     assert not bad, bad
+
+
+@pytest.mark.parametrize("wrap", sorted(WRAPS))
+def test_wrapped_corpus_rows_give_the_same_result(wrap: str) -> None:
+    """Line assembly (a wrapped line rejoined) happens in both modes alike: an anchor the wrap cut in
+    two is found in the joined line, and a joined line is examined when any piece is a candidate."""
+    f = WRAPS[wrap]
+    rows = random.Random(wrap).sample(ERRORS + BENIGN, 400)
+    bad = [r["id"] for r in rows if not _same(f(r["excerpt"]).encode("utf-8", "surrogateescape"))]
+    assert not bad, bad
+
+
+def test_an_anchor_cut_by_a_wrap_is_found_in_log_mode() -> None:
+    line = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB (GPU 3; 79.11 GiB total)"
+    for width in (40, 52, 61):  # cuts inside "OutOfMemoryError", "out of memory", "allocate"
+        text = "\n".join(line[i:i + width] for i in range(0, len(line), width)) + "\n"
+        s = summary(text.encode(), True)
+        assert s == summary(text.encode(), False)
+        assert s[0][0][0] == "torch-cuda-oom", (width, s[0])
 
 
 def test_rows_inside_noise_across_block_boundaries_give_the_same_result(monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -188,6 +188,8 @@ class FallbackModel:
     categories: tuple[CategoryTerms, ...]
     #: lines at an informational level (INFO/DEBUG/TRACE/NOTICE, ``NCCL INFO``, glog ``I``)
     info_level: re.Pattern[str] | None = None
+    #: lines that report a consequence: a peer failed, a process ended, an error printed elsewhere
+    consequence: re.Pattern[str] | None = None
     #: failure tokens that make an error line *hard* (an exception name, an error level or word,
     #: ``FAILED``, an errno message ...): what a fallback verdict and a corroboration need
     hard_markers: re.Pattern[str] | None = None
@@ -257,6 +259,14 @@ class FallbackModel:
         return "warning" in self.gates and bool(
             (self.not_error.search(head) or self.not_error.search(strip_tags(head)))
             and not self._hard(head))
+
+    def is_consequence(self, text: str) -> bool:
+        """A line that reports a consequence (a peer reset the connection, a watchdog or heartbeat
+        timed out, a process exited or was killed, "see root cause above"), not what went wrong."""
+        if self.consequence is None:
+            return False
+        head = clean_line(text[:LINE_CHARS])
+        return bool(self.consequence.search(head) or self.consequence.search(strip_log_prefix(head)))
 
     def is_exception_line(self, text: str) -> bool:
         return bool(self.exception_line.search(clean_line(text[:LINE_CHARS])))
@@ -362,6 +372,8 @@ def parse_fallback_text(text: str, where: str = "kb/fallback.toml") -> FallbackM
         categories=tuple(cats),
         info_level=(_compile(markers["info_level"], "markers.info_level") if "info_level" in markers
                     else None),
+        consequence=(_compile(markers["consequence"], "markers.consequence", re.IGNORECASE)
+                     if "consequence" in markers else None),
         hard_markers=(_compile(markers["hard"], "markers.hard") if "hard" in markers else None),
         hard_anycase=(_compile(markers["hard"], "markers.hard", re.IGNORECASE) if "hard" in markers
                       else None),

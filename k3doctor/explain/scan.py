@@ -19,6 +19,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Iterable, Sequence
 
+from .assemble import logical_lines
 from .fallback import FallbackModel, MAX_LINES, Verdict, fallback_signature, load_fallback
 from .kb import Signature, clean_line, load_kb
 from .prefilter import Prefilter, derive_anchors, required_literals
@@ -71,6 +72,12 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text) if "\x1b" in text else text
 
 
+def _decode(raw: bytes) -> str:
+    """A line as stage 2 reads it: decoded (bad UTF-8 replaced), ANSI colour gone, capped."""
+    text = strip_ansi(raw[: LINE_CAP * 4].decode("utf-8", "replace")).rstrip("\r")
+    return text[:LINE_CAP] if len(text) > LINE_CAP else text
+
+
 @dataclass
 class Match:
     """One recognised signature, aggregated over every line (and file) it matched."""
@@ -106,12 +113,18 @@ class Match:
             return f"{self.sig.cause} Salient line: {v.line!r}.{why}"
         return self.sig.render_cause(self.values)
 
-    def sort_key(self) -> tuple:
+    def sort_key(self, ts: float | None = None) -> tuple:
+        """Benign last; then the tier (cause, generic, symptom); then the earliest time (``ts``:
+        :func:`order`'s effective time, else the match's own), file order and line; then priority."""
+        when = self.ts if ts is None else ts
         return (
             self.benign,
             self.sig.tier_rank,
-            self.ts is None,
-            self.ts if self.ts is not None else 0.0,
+            # among symptoms, one that only says a process ended or waited ("other": an engine
+            # wrapper, a rank killed, an actor lost) comes after one that names what failed
+            self.sig.tier == "symptom" and self.sig.category == "other",
+            when is None,
+            when if when is not None else 0.0,
             self.file_index,
             self.first_line,
             -self.sig.priority,
@@ -293,10 +306,21 @@ class Scanner:
         tail = b""  # the end of the previous block: context for the next block's first lines
         line_base = 1
         skipping = False  # inside the rest of a cut line, or the partial line after a skip
+        # the last whole-line block is scanned when the next one comes, so that a last line with
+        # no newline (pasted text) is assembled with the lines before it (a wrapped last line)
+        pending = b""
+
+        def flush(extra: bytes = b"") -> None:
+            nonlocal pending, line_base, tail
+            block = pending + extra if extra else pending
+            pending = b""
+            if block:
+                line_base = self._scan_block(block, name, file_index, line_base, agg, prefilter, tail)
+                tail = block[-CONTEXT_BYTES:]
+
         for chunk in chunks:
             if chunk is None:
-                if carry:
-                    line_base = self._scan_block(carry, name, file_index, line_base, agg, prefilter, tail)
+                flush(carry)
                 carry, tail, skipping = b"", b"", True
                 continue
             agg.bytes += len(chunk)
@@ -320,22 +344,23 @@ class Scanner:
                 # an over-long line: its head is scanned, the rest skipped up to the next newline
                 agg.cut_lines += 1
                 agg.cut_bytes += len(buf) - MAX_LINE
+                flush()
                 line_base = self._scan_block(buf[:MAX_LINE], name, file_index, line_base, agg, prefilter, tail)
                 carry, tail, skipping = b"", b"", True
                 continue
-            block, carry = buf[: cut + 1], buf[cut + 1:]
-            line_base = self._scan_block(block, name, file_index, line_base, agg, prefilter, tail)
-            tail = block[-CONTEXT_BYTES:]
-        if carry:
-            self._scan_block(carry, name, file_index, line_base, agg, prefilter, tail)
+            flush()
+            pending, carry = buf[: cut + 1], buf[cut + 1:]
+        flush(carry)
 
-    def _matches(self, text: str, ctx: Callable[[], str], memo: "_Memo") -> tuple[_Hits, bool]:
+    def _matches(self, text: str, ctx: Callable[[], str], memo: "_Memo",
+                 alt: str | None = None) -> tuple[_Hits, bool]:
         """:meth:`match_line` and whether the line is *hard* (not a soft INFO / "falling back" /
         "deprecated" line, whose matches count only beside an error line), remembered per line
         text within one scan (an engine log repeats the same error line on every rank and every
         retry); a result that read the lines before (a signature's ``context``) is not
         remembered, since it depends on where the line is."""
-        got = memo.get(text)
+        key = text if alt is None else f"{text}\0{alt}"
+        got = memo.get(key)
         if got is not None:
             return got
         looked: list[bool] = []
@@ -345,24 +370,61 @@ class Scanner:
             return ctx()
 
         hits = self.match_line(text, context)
+        if alt is not None:  # a wrapped line that may have been cut mid-word: both readings count,
+            other = self.match_line(alt, context)  # and a benign reading makes it a benign line
+            if any(s.benign for s, _ in hits) or any(s.benign for s, _ in other):
+                hits = [h for h in hits + other if h[0].benign][:1]
+            else:
+                have = {s.id for s, _ in hits}
+                hits += [h for h in other if h[0].id not in have]
         # a benign match's hardness is never read (only errors need a hard line)
-        hard = not hits or self.fallback is None or all(s.benign for s, _ in hits) \
-            or not self.fallback.is_soft_line(text)
+        hard = not hits or self.fallback is None or all(s.benign for s, _ in hits) or not (
+            self.fallback.is_soft_line(text) or (alt is not None and self.fallback.is_soft_line(alt)))
         if not looked:
             if len(memo) >= MEMO_LINES:
                 memo.clear()
-            memo[text] = (hits, hard)
+            memo[key] = (hits, hard)
         return hits, hard
+
+    def _assembled(self, buf: bytes, spans: list[tuple[int, int, int]], prefilter: bool
+                   ) -> tuple[list[tuple[int, int, int]], dict[int, tuple[bytes, bytes | None]]]:
+        """``spans`` with the physical lines of each wrapped line replaced by the logical line
+        (:mod:`.assemble`), and the logical lines by their first line index: ``(line, glued
+        reading or None)``. In log mode a logical line is examined when one of its pieces is a
+        candidate or the joined text carries an anchor (one cut in two by the wrap), so both modes
+        examine every logical line that can matter and give the same answer."""
+        joined = logical_lines(buf)
+        if not joined:
+            return spans, {}
+        # pieces of a logical line: the index range first..last (a piece holds no newline)
+        inside = {i: k for k, (st, en, first, _l, _g) in enumerate(joined)
+                  for i in range(first, first + buf.count(b"\n", st, en) + 1)}
+        keep: Iterable[int] = range(len(joined))
+        if prefilter and not self.prefilter.every_line:
+            texts = [line if glued is None else line + b"\n" + glued for _s, _e, _f, line, glued in joined]
+            owner = [k for k, t in enumerate(texts) for _ in range(t.count(b"\n") + 1)]
+            hit_lines, _n = self.prefilter.candidates(b"\n".join(texts))
+            keep = {owner[i] for _s, _e, i in hit_lines} | {inside[i] for _s, _e, i in spans if i in inside}
+        out = [span for span in spans if span[2] not in inside]
+        out += [(joined[k][0], joined[k][1], joined[k][2]) for k in keep]
+        out.sort(key=lambda span: span[2])
+        return out, {first: (line, glued) for _s, _e, first, line, glued in joined}
 
     def _scan_block(self, buf: bytes, name: str, file_index: int, line_base: int,
                     agg: "_Aggregator", prefilter: bool, tail: bytes = b"") -> int:
-        spans, newlines = self.prefilter.candidates(buf) if prefilter else self._all_spans(buf)
+        physical, newlines = self.prefilter.candidates(buf) if prefilter else self._all_spans(buf)
+        spans, joined = self._assembled(buf, physical, prefilter)
         memo = agg.memo
         last_raw, text = b"", ""
+        alt: str | None = None
         for st, en, idx in spans:
             line = line_base + idx
             agg.candidates += 1
-            raw = buf[st:en]
+            got = joined.get(idx) if joined else None
+            if got is None:
+                raw, alt = buf[st:en], None
+            else:  # a wrapped line, rejoined
+                raw, alt = got[0], (None if got[1] is None else _decode(got[1]))
             if raw != last_raw:  # the same line again (a repeated error) is decoded once
                 last_raw = raw
                 text = strip_ansi(raw[: LINE_CAP * 4].decode("utf-8", "replace")).rstrip("\r")
@@ -374,25 +436,26 @@ class Scanner:
                 before = buf[lo:st] if lo > 0 or not tail else tail[-(CONTEXT_BYTES - st):] + buf[:st]
                 return strip_ansi(before.decode("utf-8", "replace"))
 
-            if text not in memo:
+            if (text if alt is None else f"{text}\0{alt}") not in memo:
                 if agg.examined >= MAX_EXAMINED:
-                    agg.defer((text, name, file_index, line, buf[st:en]))
+                    agg.defer((text, name, file_index, line, buf[st:en], alt))
                     continue
                 agg.examined += 1
-            self._examine(text, ctx, memo, agg, (name, file_index, line), (buf, st, tail))
+            self._examine(text, ctx, memo, agg, (name, file_index, line), (buf, st, tail), alt)
         total = line_base + newlines + (0 if buf.endswith(b"\n") else 1)
         agg.lines += total - line_base
         return total
 
-    def _examine(self, text: str, ctx: Callable[[], str], memo: "_Memo",
-                 agg: "_Aggregator", where: tuple[str, int, int], at: tuple[bytes, int, bytes]) -> None:
+    def _examine(self, text: str, ctx: Callable[[], str], memo: "_Memo", agg: "_Aggregator",
+                 where: tuple[str, int, int], at: tuple[bytes, int, bytes], alt: str | None = None) -> None:
         name, file_index, line = where
-        hits, hard = self._matches(text, ctx, memo)
+        hits, hard = self._matches(text, ctx, memo, alt)
         for sig, values in hits:
             agg.add(sig, values, name, file_index, line, text, *at, hard=hard)
         if self.fallback is not None and not hits:
             gate = self.error_gate  # an error line holds one of these: the others are not tested
-            if gate is None or any(map(text.__contains__, gate)):
+            if (gate is None or any(map(text.__contains__, gate))) and (
+                    alt is None or self.fallback.is_error_line(alt)):  # a cut mid-word: either way
                 agg.observe(self.fallback, text, name, line)
 
     def _examine_deferred(self, agg: "_Aggregator") -> None:
@@ -400,8 +463,8 @@ class Scanner:
         def no_context() -> str:  # the lines before a deferred line are gone (bounded memory)
             return ""
 
-        for text, name, file_index, line, raw in agg.deferred:
-            self._examine(text, no_context, agg.memo, agg, (name, file_index, line), (raw, 0, b""))
+        for text, name, file_index, line, raw, alt in agg.deferred:
+            self._examine(text, no_context, agg.memo, agg, (name, file_index, line), (raw, 0, b""), alt)
         if agg.skipped_lines:
             agg.notes.append(f"{MAX_EXAMINED:,} distinct candidate lines examined, then only the last "
                              f"{len(agg.deferred):,} of the {agg.skipped_lines:,} after them "
@@ -456,6 +519,8 @@ class _Aggregator:
         # error lines no signature matched, for the fallback: (source, line, text)
         self.unexplained: list[tuple[str, int, str]] = []
         self.last_exception: tuple[str, int, str] | None = None
+        #: the last exception line that reports a consequence (a peer reset, a process exited)
+        self.last_consequence: tuple[str, int, str] | None = None
         self.notes: list[str] = []   # what was skipped, one line each (source caps)
         self.cut_lines = 0           # lines longer than MAX_LINE (their rest not scanned)
         self.cut_bytes = 0           # bytes of those lines, and of partial lines after a skip
@@ -464,10 +529,10 @@ class _Aggregator:
         self.error_lines: dict[str, bool] = {}  # line text -> the fallback's is_error_line
         self.examined = 0            # distinct candidate lines examined in full (MAX_EXAMINED)
         self.skipped_lines = 0       # candidate lines past that budget
-        #: the last TAIL_LINES of them: (text, source, file index, line, raw line)
-        self.deferred: "deque[tuple[str, str, int, int, bytes]]" = deque(maxlen=TAIL_LINES)
+        #: the last TAIL_LINES of them: (text, source, file index, line, raw line, glued reading)
+        self.deferred: "deque[tuple[str, str, int, int, bytes, str | None]]" = deque(maxlen=TAIL_LINES)
 
-    def defer(self, item: tuple[str, str, int, int, bytes]) -> None:
+    def defer(self, item: tuple[str, str, int, int, bytes, str | None]) -> None:
         self.skipped_lines += 1
         self.deferred.append(item)
 
@@ -483,7 +548,10 @@ class _Aggregator:
             return
         item = (name, line, text.strip())
         if model.is_exception_line(text):
-            self.last_exception = item
+            if model.is_consequence(text):
+                self.last_consequence = item
+            else:
+                self.last_exception = item
         if len(self.unexplained) < MAX_LINES:
             self.unexplained.append(item)
 
@@ -530,8 +598,17 @@ class _Aggregator:
         errors = [m for m in self.by_id.values() if not m.benign]
         if errors and any(m.sig.tier != "symptom" for m in errors):
             return None
-        verdict = model.classify(self.unexplained, self.last_exception)
-        if verdict is None or (errors and verdict.score <= 0):
+        # the root cause first: when some error line is not a consequence (a peer reset the
+        # connection, a watchdog timed out, a process exited, "see root cause above"), the
+        # consequences neither give the salient line nor vote
+        causes = [item for item in self.unexplained if not model.is_consequence(item[2])]
+        verdict = model.classify(causes, self.last_exception) if causes else None
+        # an explicit error no signature explains, beside symptoms only, is their cause: it comes
+        # first even without a category word
+        cause_first = verdict is not None
+        if verdict is None:  # only consequences, or the other lines are no explicit error
+            verdict = model.classify(self.unexplained, self.last_exception or self.last_consequence)
+        if verdict is None or (errors and verdict.score <= 0 and not cause_first):
             return None
         sig = fallback_signature(verdict.category, model)
         name, line = verdict.where
@@ -547,14 +624,14 @@ class _Aggregator:
         found = list(self.by_id.values())
         strict = fallback is not None and "corroboration" in fallback.gates
         if fallback is not None and not (
-                self.last_exception or any(m.hard for m in found if not m.benign)
+                self.last_exception or self.last_consequence or any(m.hard for m in found if not m.benign)
                 or any(not strict or fallback.is_hard_error_line(t) for _, _, t in self.unexplained)):
             # only soft lines (INFO, a WARNING that names no failure, "falling back",
             # "deprecated" ...) and no hard error line: a signature that matched them is not an
             # answer by itself
             found = [m for m in found if m.benign]
         fb = self._fallback_match(fallback) if fallback is not None else None
-        matches = sorted(found, key=Match.sort_key)
+        matches = order(found)
         if fb is not None:  # ahead of symptoms and benign lines, behind nothing else
             matches.insert(0, fb)
         notes = list(self.notes)
@@ -564,6 +641,25 @@ class _Aggregator:
         return Report(matches=matches, sources=sources, bytes_scanned=self.bytes,
                       lines_scanned=self.lines, candidate_lines=self.candidates,
                       elapsed_s=elapsed, notes=notes)
+
+
+def order(found: list[Match]) -> list[Match]:
+    """The matches best first (:meth:`Match.sort_key`), the root cause ahead of its consequences.
+
+    Time: a match whose line carries no timestamp and follows none in its file (a traceback pasted
+    above a timestamped log, a wrapper's lines before the engine's) happened before the first
+    timestamped match after it in the same file, since a file is written in order; it takes that
+    time, so it is not ranked behind every timestamped match of another file or line."""
+    stamped: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for m in found:
+        if m.ts is not None:
+            stamped[m.first_file].append((m.first_line, m.ts))
+    when: dict[int, float | None] = {}
+    for m in found:
+        if m.ts is None:
+            later = [ts for line, ts in stamped.get(m.first_file, ()) if line > m.first_line]
+            when[id(m)] = min(later) if later else None
+    return sorted(found, key=lambda m: m.sort_key(when.get(id(m), m.ts)))
 
 
 def _union(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:

@@ -1,0 +1,299 @@
+"""Line assembly: rejoin a log line that a paste split over several physical lines.
+
+Real pastes are hard-wrapped: by terminals and ``fold`` (a cut every N columns, mid-word), by mail
+and chat clients and ``fmt`` (a word wrap at N columns), by rich panels (a word wrap inside
+``│ … │`` borders), by log viewers that indent the continuation, by collectors that split long
+lines. A message split over two lines matches neither half, and the half without its level tag
+reads as an error line of its own. So before matching, each block is cut into *logical lines*:
+line ``i + 1`` continues line ``i`` (a *seam*) when
+
+1. line ``i`` is **full**: the block's wrap width ``W`` is its longest line (a panel's border and
+   padding left out; at least :data:`MIN_WIDTH`), line ``i`` reaches within :data:`SLACK` of it,
+   or within ``W/4`` when the next line starts with a word longer than SLACK (a long path pushed
+   down; searched for when ``W`` <= :data:`LONG_WIDTH`), *and* the first word of line ``i + 1``
+   would not have fitted after it (what every greedy wrapper guarantees); and line ``i`` is not a
+   whole traceback frame header (``File "x", line 3, in f``: the code line under it is a record);
+2. line ``i + 1`` does not **surely start a record**: it is not blank, not the same line again
+   (every rank prints it), and (after its frame: blanks, box border, quote marker, code ticks,
+   ANSI colour) starts with no timestamp, level word, process/rank tag (``[rank0]:``,
+   ``(VllmWorker pid=1)``, NCCL's ``host:pid:tid [gpu]``, glog ``[E1130 …``), traceback header,
+   bullet, prompt, caret line or C++ abort line;
+3. if line ``i + 1`` *may* start a record (an exception name, ``torch._C.X:``, ``prog-name:``, a
+   source location ``/x/y.cu:12``, a ``[tag]``, a capitalised word, a new sentence after ``.``),
+   the seam holds only inside a run that is wrapped anyway: line ``i`` stops where no message
+   ends (after a function word such as "to"/"of"/"the", a ``:`` or a ``-``), or a neighbouring
+   seam is clean (its next line starts like no record at all), or both it and a neighbour are
+   cuts at exactly ``W`` (``fold``). The longest line of an unwrapped paste reaches ``W``
+   trivially, so a capitalised line after it stays a record of its own.
+
+An ordinary log has few lines near its longest one and is read line by line as before; a wrapped
+paste, whose long lines were all cut at one width, is joined. The join drops the frame at each
+seam (a box border and padding, a hanging indent, a quote marker) and puts a space between the
+pieces. A seam that may be a cut mid-word (line ``i`` reaches exactly ``W`` and line ``i + 1`` has
+the same frame and no indent of its own: ``fold``'s cut, or a word wrap that filled the line) is
+read both ways: the signatures are tried on the line with those pieces glued too; a benign
+reading makes the line benign, and the fallback takes it for an error line only if both readings
+are error lines.
+
+Everything is a function of the block's bytes, so text mode and log mode assemble the same
+logical lines, and the work is linear: one split and a pass over the line lengths, then regexes
+anchored at the start of the lines after the few full ones. A logical line stops growing at
+:data:`MAX_JOINED` bytes; a wrap across a block boundary (4 MiB) is not rejoined.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import compress, count, islice
+from operator import ne
+
+__all__ = ["wrapped_groups", "join_pieces", "logical_lines", "MIN_WIDTH", "SLACK", "MAX_JOINED"]
+
+MIN_WIDTH = 40           # a block whose longest line is shorter is not taken for a wrapped one
+SLACK = 24               # a full line is at most this much shorter than the width
+LONG_WIDTH = 200         # wider blocks are not searched for a long word pushed to the next line
+_MANY = 1024             # more full lines than this: lines equal to the next dropped in one pass
+MAX_JOINED = 16 << 10    # bytes of one logical line (the scanner hands 16 Ki characters to stage 2)
+
+_BORDER = (b"\xe2\x94\x82", b"\xe2\x94\x83", b"\xe2\x95\x91", b"|")   # │ ┃ ║ |
+#: the frame in front of a line's text: blanks, box borders, a markdown quote marker, code ticks
+#: and bold markers, ANSI colour
+_LEAD_RX = rb"(?:[ \t>|`]|\*\*|\xe2\x94[\x82\x83]|\xe2\x95\x91|\x1b\[[0-9;?]{0,32}[A-Za-z]){0,64}"
+_LEAD = re.compile(_LEAD_RX)
+_WORD = re.compile(rb"\S{0,4096}")
+#: how a record surely starts (after the frame): a line starting so is never a continuation
+_RECORD_RX = rb"""
+  (?=\r?(?:\n|\Z))                                                # a blank line
+| \d{4}-\d\d-\d\d | \d\d?:\d\d:\d\d | \d\d?[-/]\d\d[ T]\d\d?:      # timestamps
+| \[(?i:rank|worker|node|gpu|tp|dp|pp|ep)[\s_-]?\d                # [rank0]: [rank 7] [TP3]
+| \[[IWEF]\ [\w./-]{1,80}:\d                                      # c10d's [W socket.cpp:558]
+| \[(?:[IWEF]\d{3,4}\ |\d{4}-\d\d-\d\d|\d\d?:\d\d|default\d|\d{1,5},\d{1,5}\])  # [E1130 [2025-.. [1,0]
+| \{"                                                              # {"json": ...
+| \((?:[\w.-]{1,40},?\ ){0,4}(?:pid|ip|rank|tid)=                  # (VllmWorker rank=0 pid=1)
+| (?:INFO|WARN(?:ING)?|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE|SEVERE|PANIC)\b
+| (?i:info|warn(?:ing)?|error|debug|critical|fatal|trace|notice)[:\]]   # warn: / info] in any case
+| (?:error|warning|fatal\ error|note|fatal):\                       # compiler diagnostics
+| [IWEF]\d{4}\ \d                                                  # glog without brackets
+| (?i:Traceback\b|File\ "|During\ handling|The\ above\ exception|Caused\ by)
+| [\w.-]{1,80}:\d{1,9}:\d{1,9}\ \[\d                               # NCCL host:pid:tid [gpu]
+| [*+\#$]\  | \xe2\x80\xa2 | >>> | \^ | ~~ | \#\d                   # bullets, prompts, carets
+| what\(\): | terminate\ called | Aborted | Segmentation\ fault | Fatal\ Python | Killed\b
+| at\ [\w.$<>]{1,200}\(                                            # a stack frame "at x.y("
+"""
+#: how a record may start: a message's own first word, which a wrap can also put first on a line
+#: (``... agent status:`` / ``RpcError: ...``); such a line continues the one before only where the
+#: block shows a wrap elsewhere (a seam whose next line starts like no record at all)
+_MAYBE_RX = rb"""
+  (?:[A-Za-z_][\w.]{0,200})?(?i:Error|Exception|Warning|Exit|Interrupt|Failure|Fault)\b
+| [A-Za-z_]\w{0,80}(?:\.\w{1,80}){1,12}:\                          # torch._inductor.exc.X:
+| [A-Za-z_][\w/]{0,80}[\d_./-][\w./-]{0,80}:\ | [A-Z]{2,}\w{0,40}:\  # prog-name: NVRM:
+| /[\w.~+-]{1,200}(?:/[\w.~+-]{1,200}){0,40}\.\w{1,5}[:(]\d        # /src/file.cu:12: ...
+| <\w                                                             # <stderr>, <object at 0x...>
+| \[                                                              # [tag], [v1/core.py:12]
+| -\                                                              # a "- " bullet (or "97 - Address")
+"""
+_RECORD = re.compile(_RECORD_RX, re.VERBOSE)
+_MAYBE = re.compile(_MAYBE_RX, re.VERBOSE)
+#: a newline whose next line starts (after its frame) with a word longer than SLACK
+_LONG_NEXT = re.compile(rb"\n" + _LEAD_RX + rb"\S{%d}" % (SLACK + 1))
+_SENTENCE_END = (b".", b"!", b"?", b")", b"]", b"'", b'"', b"`")
+_HEADER = re.compile(rb"(?:File \"|Traceback \()", re.IGNORECASE)
+#: a line that stops where no message ends: after a function word, a colon or dash, or a log
+#: level with no message after it (a wrap cut it there; a code line ending in "(" or "," is a
+#: traceback's, not a cut)
+_DANGLING = re.compile(rb"(?:[:-]|\b(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL|CRITICAL|TRACE)|(?<![\w-])(?:a|an|the|of|to|for|with|and|or|in|on|at|from|by|as|is|are|"
+                       rb"was|were|be|not|no|than|that|which|when|while|into|via|per))\Z")
+_FRAME_DONE = re.compile(rb"\", line \d|\(most recent call")
+#: a record at an informational level (its prefix and level word within its first 120 bytes)
+_SOFT_RECORD = re.compile(rb"[^\n]{0,120}?\b(?:INFO|WARN(?:ING)?|DEBUG|NOTICE)\b")
+#: an exception raised in a line: ``RuntimeError:``, ``torch.OutOfMemoryError:``
+_RAISED = re.compile(rb"\b[A-Za-z_][\w.]{0,120}(?:Error|Exception):")
+
+
+def _trim(line: bytes) -> bytes:
+    """``line`` without trailing blanks and box borders (a panel pads its lines to its width)."""
+    for _ in range(4):
+        line = line.rstrip(b" \t\r")
+        for b in _BORDER:
+            if line.endswith(b):
+                line = line[: -len(b)]
+                break
+        else:
+            return line
+    return line.rstrip(b" \t\r")
+
+
+def _framed(line: bytes) -> bool:
+    """A line with a border on both sides (``│ … │``, ``| … |``): a panel or a table row."""
+    head = line.lstrip(b" \t")
+    tail = line.rstrip(b" \t\r")
+    return any(head.startswith(b) for b in _BORDER) and any(tail.endswith(b) for b in _BORDER)
+
+
+def _extent(line: bytes) -> int:
+    """How far ``line`` reaches: its length, a panel's border and padding left out. Trailing blanks
+    count (``fold`` keeps them; a terminal that pads lines pads them all)."""
+    return len(_trim(line)) if _framed(line) else len(line.rstrip(b"\r"))
+
+
+def _lead(line: bytes) -> int:
+    m = _LEAD.match(line)
+    return m.end() if m else 0
+
+
+def _width(lines: list[bytes], lens: list[int], near: list[int]) -> int:
+    """The wrap width of the block: how far its lines reach (:func:`_extent`). Only the lines whose
+    length can reach the answer are looked at (``near``: the indices of the lines within SLACK of
+    the longest, first), each distinct text once (a log repeats its lines)."""
+    floor = max(lens)
+    width = max(map(_extent, {lines[i] for i in near if lens[i] == floor}))
+    while width < floor and floor > MIN_WIDTH:
+        floor = max(width, MIN_WIDTH)
+        width = max(width, max(map(_extent, set(compress(lines, map(floor.__le__, lens))))))
+    return width
+
+
+def _line_of(buf: bytes, offsets: list[int]) -> list[int]:
+    """The 0-based line index of each byte offset (ascending) in ``buf``."""
+    out, at, line = [], 0, 0
+    for off in offsets:
+        line += buf.count(b"\n", at, off)
+        at = off
+        out.append(line)
+    return out
+
+
+def wrapped_groups(buf: bytes, lines: list[bytes] | None = None) -> tuple[dict[int, int], int]:
+    """``({first: last}, width)``: the line indices (0-based, as ``buf.split(b"\\n")``) of every run
+    of physical lines of ``buf`` that form one logical line (lines in no run stand alone), and the
+    block's wrap width."""
+    if lines is None:
+        lines = buf.split(b"\n")
+    if len(lines) < 2:
+        return {}, 0
+    lens = list(map(len, lines))
+    top = max(lens)
+    if top < MIN_WIDTH:
+        return {}, 0
+    near = list(compress(count(), map((top - SLACK).__le__, lens)))
+    width = _width(lines, lens, near)
+    if width < MIN_WIDTH:
+        return {}, width
+    low = width // 4
+    high = max(low, width - SLACK)
+    last = len(lines) - 1
+    # (the lines near the longest are the full ones, unless a border or padding shortened it)
+    full = set(near) if high == top - SLACK else set(compress(count(), map(high.__le__, lens)))
+    if low < high and width <= LONG_WIDTH:
+        # a shorter line, where the next line starts with a word longer than SLACK
+        starts = [m.start() + 1 for m in _LONG_NEXT.finditer(buf)]
+        full.update(i - 1 for i in _line_of(buf, starts) if lens[i - 1] >= low)
+    full.discard(last)
+    if len(full) > _MANY:  # a line printed again (every rank, every retry) is a record of its own
+        full.intersection_update(compress(count(), map(ne, lines, islice(lines, 1, None))))
+    # each seam: line i continues into line i + 1; (clean: the next line starts like no record,
+    # cut: line i is exactly the width, fold's cut)
+    seams: dict[int, tuple[int, bool, bool]] = {}
+    record = _RECORD.match
+    # one line alone reaching near the width shows no wrap width (an unwrapped paste's longest line
+    # reaches its own length): after it, only a line starting in lower case continues it outright
+    alone = len(full) < 2 or sum(1 for i in full if lens[i] >= width - SLACK) < 2
+    for i in sorted(full):
+        nxt = lines[i + 1]
+        if nxt == lines[i] or record(nxt):
+            continue  # (a line printed again, on every rank or retry, is a record of its own)
+        body = nxt[_lead(nxt):]
+        if record(body) or (body[:2] == b"- " and lines[i][_lead(lines[i]):][:2] == b"- "):
+            continue  # (a "- " line after another one: a list)
+        reach = _extent(lines[i])
+        if reach < low:
+            continue
+        prev = _trim(lines[i])
+        word = _WORD.match(body)
+        fw = word.end() if word else 0
+        if reach + 1 + fw <= width:
+            continue  # the next word would have fitted: a line break, not a wrap
+        if reach < width - SLACK and fw <= SLACK:
+            continue  # a short line, and the next word a short one: the line ended there
+        if _HEADER.match(lines[i], _lead(lines[i])) and _FRAME_DONE.search(prev):
+            continue  # a whole traceback frame header: the code line under it is a record
+        maybe = bool(_MAYBE.match(body)) or body[:1].isupper() or (
+            prev.endswith(_SENTENCE_END) and body[:1].isalpha() and prev.islower())  # a new sentence
+        if alone and not maybe and not body[:1].islower():
+            maybe = True  # the only full line: a quote, bracket or digit may start the next record
+        if not maybe and _SOFT_RECORD.match(lines[i], _lead(lines[i])) and _RAISED.search(body):
+            maybe = True  # a notice's record is not continued by a raised error without a wrap shown
+        if maybe and _DANGLING.search(prev[-24:]):
+            maybe = False  # the line stops where no message ends ("... to", "... pattern 4:")
+        seams[i] = (len(body) + 1, not maybe, reach == width)
+
+    def supports(j: int, cut: bool) -> bool:
+        """Seam ``j`` shows that the lines around it were wrapped: it is clean, or both it and
+        the seam asking are cuts at exactly the width."""
+        got = seams.get(j)
+        return got is not None and (got[1] or (cut and got[2]))
+
+    groups: dict[int, int] = {}
+    first, end, size = -1, -1, 0
+    for i in sorted(seams):
+        grow, clean, cut = seams[i]
+        # a line that may start a record continues one only inside a run wrapped anyway
+        if not clean and not (supports(i - 1, cut) or supports(i + 1, cut)):
+            continue
+        if end != i:
+            first, size = i, len(_trim(lines[i]))
+        if size + grow > MAX_JOINED:
+            first, end = -1, -1
+            continue
+        size += grow
+        end = i + 1
+        groups[first] = end
+    return groups, width
+
+
+def join_pieces(pieces: list[bytes], width: int) -> tuple[bytes, bytes | None]:
+    """The logical line of ``pieces`` (physical lines, in order): the frame at each seam dropped
+    (trailing blanks/border of the piece before, leading frame of the piece after) and a space put
+    between them; and, when a seam may be a cut mid-word (the piece before reaches exactly
+    ``width`` and the piece after has the same frame and no indent of its own: ``fold``'s cut, or
+    a word wrap that filled the line), the same line with those seams glued (blanks before the cut
+    kept), else None."""
+    first = pieces[0]
+    spaced = [_trim(first)]
+    glued = [first.rstrip(b"\r") if not _framed(first) else _trim(first)]
+    frame = first[: _lead(first)]
+    cuts = 0
+    for k in range(1, len(pieces)):
+        before, p = pieces[k - 1], pieces[k]
+        n = _lead(p)
+        last = k == len(pieces) - 1
+        body = _trim(p[n:])
+        if _extent(before) == width and p[:n] == frame:
+            cuts += 1
+        else:
+            glued[-1] = glued[-1].rstrip(b" \t")
+            glued.append(b" ")
+        spaced += (b" ", body)
+        glued.append(body if last or _framed(p) else p[n:].rstrip(b"\r"))  # (a cut keeps its blanks)
+    return b"".join(spaced), (b"".join(glued) if cuts else None)
+
+
+def logical_lines(buf: bytes) -> list[tuple[int, int, int, bytes, bytes | None]]:
+    """The logical lines of ``buf`` that join several physical ones, in order, as ``(start byte,
+    end byte of the last piece, first line index, line, glued reading or None)``
+    (:func:`wrapped_groups`, :func:`join_pieces`); ``[]`` for a block with no wrapped line."""
+    lines = buf.split(b"\n")
+    groups, width = wrapped_groups(buf, lines)
+    if not groups:
+        return []
+    out = []
+    pos, at = 0, 0
+    for first in sorted(groups):
+        last = groups[first]
+        pos += sum(map(len, lines[at:first])) + (first - at)
+        at = first
+        pieces = lines[first: last + 1]
+        end = pos + sum(map(len, pieces)) + len(pieces) - 1
+        spaced, glued = join_pieces(pieces, width)
+        out.append((pos, end, first, spaced, glued))
+    return out

@@ -1,0 +1,145 @@
+"""Line assembly (``k3doctor/explain/assemble.py``): a hard-wrapped line is read as one, and
+lines that are records of their own stay apart."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+
+import pytest
+
+from k3doctor.explain.assemble import join_pieces, logical_lines, wrapped_groups
+from k3doctor.explain.scan import Scanner, explain_text
+
+SCANNER = Scanner()
+
+VLLM = ("(VllmWorker rank=3 pid=268) ERROR 05-12 19:01:18 [multiproc_executor.py:470] RuntimeError: "
+        "NCCL error in: /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:3356, unhandled system "
+        "error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5")
+
+
+def _joined(text: str) -> list[str]:
+    return [line.decode() for _st, _en, _i, line, _g in logical_lines(text.encode())]
+
+
+def _ids(text: str) -> list[str]:
+    return [m.sig.id for m in explain_text(text).matches]
+
+
+@pytest.mark.parametrize("width", [60, 80, 100])
+def test_a_word_wrapped_log_line_is_read_as_one(width: int) -> None:
+    text = textwrap.fill(VLLM, width, break_on_hyphens=False)
+    assert text.count("\n") >= 1
+    (_st, _en, first, spaced, glued), = logical_lines(text.encode())
+    # the whole line, up to where the wrap put a blank (a long path is cut mid-word: the glued
+    # reading has it whole)
+    assert first == 0 and spaced.replace(b" ", b"") == VLLM.replace(" ", "").encode()
+    assert _ids(text)[0] == _ids(VLLM)[0] == "nccl-unhandled-system-error"
+
+
+def test_a_hanging_indent_a_quote_and_a_panel_are_dropped_at_the_seams() -> None:
+    pieces = textwrap.wrap(VLLM, 100, break_on_hyphens=False)
+    indent = pieces[0] + "\n" + "\n".join("    " + p for p in pieces[1:])
+    quote = "\n".join("> " + p for p in pieces)
+    panel = "\n".join("\u2502 " + p.ljust(80) + " \u2502" for p in pieces)
+    assert _joined(indent) == [VLLM]
+    assert _joined(quote) == ["> " + VLLM]
+    assert _joined(panel) == ["\u2502 " + VLLM]
+
+
+def test_fold_cut_mid_word_is_also_read_glued() -> None:
+    line = "RuntimeError: [enforce fail at gloo/transport/tcp/device.cc:84] ifa != nullptr. Unable to find address for: eth0"
+    text = "\n".join(line[i:i + 50] for i in range(0, len(line), 50))
+    (_st, _en, _i, spaced, glued), = logical_lines(text.encode())
+    assert glued is not None and glued.decode() == line
+    assert spaced.decode() != line  # the spaced reading puts a blank at each cut
+    assert _ids(text)[0] == "gloo-interface-not-found"
+
+
+def test_a_wrapped_notice_stays_a_notice() -> None:
+    """The second half of a wrapped INFO/WARNING line has no level of its own; read alone it was an
+    error line (a false alarm)."""
+    notice = ("[rank0]:[W Utils.hpp:164] Warning: Environment variable NCCL_ASYNC_ERROR_HANDLING is "
+              "deprecated; use TORCH_NCCL_ASYNC_ERROR_HANDLING instead (function getCvarInt)")
+    for width in (60, 80, 100):
+        text = textwrap.fill(notice, width)
+        assert all(m.benign for m in explain_text(text).matches), width
+
+
+def test_records_stay_apart() -> None:
+    tb = ('Traceback (most recent call last):\n'
+          '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 100, in run_engine_core\n'
+          '    raise RuntimeError("Engine core initialization failed. See root cause above.")\n'
+          'RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}')
+    assert _joined(tb) == []  # a whole frame header, then its code line, then the exception
+    repeated = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n" * 3).strip()
+    assert _joined(repeated) == []
+    stamped = ("2025-01-01 10:00:00 INFO model loaded in 12.3 s, 96 shards, 1.56 TB total, 16 ranks ready\n"
+               "2025-01-01 10:00:01 ERROR NCCL error: unhandled system error")
+    assert _joined(stamped) == []
+    # the longest line of an unwrapped paste reaches the width trivially; a capitalised line after
+    # it may start a record, and with no wrap around it, it does
+    two = ("VM-0-14:162637:162637 [6] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using "
+           "internal implementation\nAttempting to deserialize object on a CUDA device but "
+           "torch.cuda.is_available() is False.")
+    assert _joined(two) == []
+    assert not all(m.benign for m in explain_text(two).matches)
+
+
+def test_a_line_break_where_the_next_word_fits_is_not_a_wrap() -> None:
+    text = ("RuntimeError: CUDA error: an illegal memory access was encountered, see rank 3\n"
+            "for details\n"
+            "CUDA kernel errors might be asynchronously reported at some other API call, so the trace "
+            "below might be incorrect.")
+    assert wrapped_groups(text.encode())[0] == {}
+
+
+def test_a_maybe_record_joins_inside_a_wrapped_run() -> None:
+    """``RpcError:`` at the head of a line may start a record; right after a clean seam it is the
+    wrap's."""
+    line = ("[2025-12-06 15:49:24,447 E 2645650 2646941] core_worker_process.cc:825: Failed to establish "
+            "connection to the metrics exporter agent. Metrics will not be exported. Exporter agent status: "
+            "RpcError: Running out of retries to initialize the metrics agent. rpc_code: 14")
+    text = textwrap.fill(line, 100)
+    assert text.split("\n")[2].startswith("RpcError")
+    assert _joined(text) == [line]
+
+
+def test_join_pieces_drops_frames_and_keeps_text() -> None:
+    spaced, glued = join_pieces([b"\xe2\x94\x82 abc def   \xe2\x94\x82", b"\xe2\x94\x82 ghi       \xe2\x94\x82"], 40)
+    assert spaced == b"\xe2\x94\x82 abc def ghi" and glued is None
+
+
+@pytest.mark.parametrize("data", [
+    b"a" * 80 + b"\n" * 1 + (b"b" * 80 + b"\n") * 200_000,        # every line exactly the width
+    (b"x" * 79 + b" y\n") * 100_000,                              # a wrap candidate on every line
+    (b"RuntimeError: NCCL error: unhandled system error\n") * 300_000,
+    b"z" * (2 << 20) + b"\n" + b"w" * 100 + b"\n",
+])
+def test_assembly_is_linear_on_hostile_blocks(data: bytes) -> None:
+    t0 = time.perf_counter()
+    logical_lines(data[: 4 << 20])
+    assert time.perf_counter() - t0 < 2.0
+
+
+def test_a_block_of_only_continuations_is_read_in_capped_pieces() -> None:
+    data = b"".join(b"c%05d " % i + b"c" * 94 + b"\n" for i in range(2000))
+    rep = SCANNER.explain_bytes(data)
+    assert rep.lines_scanned == 2000
+    groups, _w = wrapped_groups(data)
+    assert groups and all(last - first < 200 for first, last in groups.items())
+
+
+def test_a_notice_does_not_swallow_the_error_after_it() -> None:
+    """The longest line of a paste is a WARNING notice; the next, shorter line starts in lower case
+    but raises an error: it is a record of its own, not the notice's continuation (the benign
+    notice outranked the error when the two were joined)."""
+    notice = ("(worker pid=77) INFO 05-13 08:48:35 utils.py:132] reading the peer-access cache\n"
+              "(worker pid=77) WARNING 05-13 08:48:35 all_reduce.py:166] Custom allreduce is disabled because "
+              "your platform lacks GPU P2P capability or P2P test failed. To silence this warning, specify "
+              "disable_custom_all_reduce=True explicitly.")
+    text = notice + "\nclean `RuntimeError: none of the configured backends are usable on sm120` at start\n" + notice
+    groups, _ = wrapped_groups(text.encode())
+    assert groups == {}, groups
+    matches = Scanner().explain_bytes(text.encode()).matches
+    assert matches and not matches[0].benign, [(m.sig.id, m.benign) for m in matches]
