@@ -90,8 +90,10 @@ HELDOUT_IDS = frozenset({
     "heldout-vllm-a100-gpt-oss-20b-mxfp4-tp1",
     # round 8 (2026-12-05): split by sha256(id)[:8] < 0x55555555, fixed before scoring
     "vllm-gb10-qwen3.6-27b-nvfp4-tp1", "vllm-sm120-deepseek-v4-flash-tp2-mtp",
+    # round 10 (2026-12-05): same rule, fixed before scoring
+    "vllm-rocm-2node-gpt-oss-20b-tp2-ray",
 })
-HELDOUT_DIGEST = "8366d5ed42d9f8613970053c41e9bbc24516db4a75be5af85fa5e01d927b0b46"
+HELDOUT_DIGEST = "beebcd55898ef93466e0be84d7ef6a002921090b7c327fb8fd95df37bd54ec1f"
 
 
 def _heldout_digest(recs: list[dict]) -> str:
