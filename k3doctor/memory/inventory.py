@@ -20,7 +20,7 @@ from .fold import (_COLUMNS, _EXPERT_ID_STR, _EXPERT_MARK, _ORDER, INVENTORY_FAC
 from .spec import ModelSpec, UnknownArchitecture, load_known_config, spec_from_config
 from .synth import DTYPE_BYTES, Tensor, synthesise
 
-__all__ = ["Group", "Inventory", "InventoryError", "load_inventory", "aggregate", "read_config_any",
+__all__ = ["Group", "Inventory", "InventoryError", "load_inventory", "aggregate", "read_config_any", "inventory_from_spec",
            "fold_tensors", "merge_folded", "groups_from_folded", "inventory_fact", "inventory_from_fact",
            "inventory_of_model_fact", "with_launch_quantization_inventory"]
 
@@ -210,6 +210,14 @@ def read_inventory(model: str | os.PathLike[str] | None = None, *, config: Mappi
     if spec is None:
         why = notes[-1] if notes else "no config.json"
         raise InventoryError(f"{model}: {why}; and no *.safetensors headers to fall back on")
+    return inventory_from_spec(spec, config, notes)
+
+
+def inventory_from_spec(spec: ModelSpec, config: Mapping[str, Any] | None = None,
+                        notes: list[str] | None = None) -> Inventory:
+    """The config-synthesised :class:`Inventory` of ``spec`` (experts synthesised once per layer and
+    scaled back up)."""
+    notes = list(notes or [])
     scale = spec.experts if spec.is_moe and spec.family not in ("gpt_oss",) else 1
     tensors: list[Tensor] = synthesise(spec, experts_limit=1 if scale > 1 else None)
     groups, total, n, shards = aggregate(tensors, expert_scale=scale)

@@ -293,12 +293,14 @@ def _spec_from_config(config: Mapping[str, Any]) -> ModelSpec:
     spec = _text_spec(cfg, top, arch, mt, base)
     vis, why = (0, "") if spec.family == "kimi_k3" else vision_param_estimate(top, spec.hidden)
     notes = list(spec.notes) + list(qscheme.notes)
+    if qscheme.uncertain:
+        notes.append("UNCERTAIN QUANTISATION: " + qscheme.uncertain)
     if vis:
         notes.append(why)
     if vis or notes != list(spec.notes):
         spec.vision_params = vis
         spec.notes = tuple(notes)
-        spec.approximate = spec.approximate or bool(vis)
+        spec.approximate = spec.approximate or bool(vis) or bool(qscheme.uncertain)
     return spec
 
 

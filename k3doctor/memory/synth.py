@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..dtypes import DTYPE_BYTES
-from .quantscheme import QuantScheme, linear_tensors
+from .quantscheme import QuantScheme, linear_tensors, resolve
 from .spec import ModelSpec
 
 __all__ = ["Tensor", "DTYPE_BYTES", "synthesise", "tensor_nbytes"]
@@ -226,7 +226,8 @@ def _dsv4_block(s: ModelSpec, p: str, ratio: int, hashed: bool, n_exp: int, mix:
     for e in range(n_exp):
         x = f"{f}experts.{e}."
         for w, out, inp in (("w1", I, H), ("w3", I, H), ("w2", H, I)):
-            if s.expert_quant == "mxfp4":  # e2m1 pairs + one e8m0 scale per 32
+            if s.expert_quant == "mxfp4" and resolve(qs, x + w, "expert") in (None, qs):
+                # e2m1 pairs + one e8m0 scale per 32 (unless a quantized_layers entry re-quantised them)
                 yield _t(x + w + ".weight", "U8", (out, inp // 2))
                 yield _t(x + w + ".scale", "F8_E8M0", (out, inp // 32))
             else:
