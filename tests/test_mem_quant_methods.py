@@ -245,3 +245,21 @@ def test_modelopt_fp8_static_per_tensor_side_file() -> None:
     llama = merge_hf_quant_config(read_config_any(SHARED / "nvidia--Llama-3.1-70B-Instruct-FP8.json") or {},
                                   json.loads((SHARED / "nvidia--Llama-3.1-70B-Instruct-FP8.hf_quant_config.json").read_text()))
     assert parse_quant(llama).method == "fp8_tensor"
+
+
+def test_vllm_mxfp4_marlin_pads_hidden_and_intermediate() -> None:
+    """vLLM's MXFP4 MoE on Marlin (GPUs without the Hopper Triton / SM100 FlashInfer kernels, or
+    --moe-backend marlin) rounds gpt-oss's intermediate to 128 and hidden to 256 (2880 -> 2944 x
+    3072); the Hopper path rounds the intermediate to 256 only. The GB10 receipt logs 'Using Marlin
+    backend'."""
+    from k3doctor.memory.placement import expert_pad_factor, mxfp4_marlin
+
+    inv = load_inventory("openai/gpt-oss-20b")
+    hopper = LaunchSpec.of({"engine": "vllm", "tp": 1}).placement()
+    marlin = LaunchSpec.of({"engine": "vllm", "tp": 1, "moe_runner_backend": "marlin"}).placement()
+    assert not mxfp4_marlin(hopper) and mxfp4_marlin(marlin)
+    assert expert_pad_factor(hopper, inv.spec) == pytest.approx(3072 / 2880)
+    assert expert_pad_factor(marlin, inv.spec) == pytest.approx(2944 / 2880 * 3072 / 2880)
+    gb10 = compute_plan(inv, hopper, resolve_gpu("gb10")).max_rank_weights_bytes
+    h100 = compute_plan(inv, hopper, resolve_gpu("h100")).max_rank_weights_bytes
+    assert gb10 > h100

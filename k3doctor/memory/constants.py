@@ -23,6 +23,10 @@ VLLM_K3_MOE_PAD_MULTIPLE = 256
 #: backends (vllm/model_executor/layers/quantization/mxfp4.py Mxfp4MoEMethod.create_weights;
 #: domain.md §C.1). gpt-oss: 2880 -> 3072 (+6.7% expert bytes), matching the receipts.
 VLLM_MXFP4_PAD_MULTIPLE = 256
+#: vLLM MXFP4 MoE on Marlin: the Marlin MoE kernel needs n % 256 and k % 128, so create_weights
+#: rounds the per-rank intermediate to 128 and the hidden size to 256 (mxfp4.py, MARLIN backend)
+VLLM_MXFP4_MARLIN_N_MULTIPLE = 128
+VLLM_MXFP4_MARLIN_K_MULTIPLE = 256
 
 # -- load-time transients -------------------------------------------------------------------
 #: Marlin MXFP4 repack: per expert ``.view(int32).T.contiguous()`` + ``gptq_marlin_repack`` into a

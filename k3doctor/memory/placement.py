@@ -70,6 +70,9 @@ class Parallel:
     #: determine_num_fused_shared_experts: 256 routed + 1 shared, no expert parallelism)
     shared_experts_fusion: bool = True
     env: Mapping[str, str] = field(default_factory=dict)
+    #: the GPU's compute capability when known (set by compute_plan): picks kernels whose weight
+    #: layout differs (vLLM's MXFP4 MoE backend)
+    gpu_cc: tuple[int, int] | None = None
 
     # -- derived groups -----------------------------------------------------------------
     @property
@@ -240,6 +243,19 @@ def _a2a(par: Parallel) -> bool:
     return (par.a2a_backend or "") in C.SGLANG_A2A_REPLICATE_SHARED or (par.moe_backend or "") in C.SGLANG_A2A_REPLICATE_SHARED
 
 
+def mxfp4_marlin(par: Parallel) -> bool:
+    """vLLM's MXFP4 MoE runs on Marlin: asked for (``--moe-backend marlin``,
+    ``VLLM_MXFP4_USE_MARLIN=1``), or the GPU has neither the Hopper Triton kernels nor the SM100
+    FlashInfer ones (compute capability other than 9.x / 10.x: Ampere, Ada, SM12x consumer Blackwell,
+    GB10; vLLM ``mxfp4.py`` get_mxfp4_backend). An unknown GPU keeps the Hopper rule."""
+    backend = (par.moe_backend or "").lower()
+    if backend == "marlin" or str((par.env or {}).get("VLLM_MXFP4_USE_MARLIN", "")).lower() in ("1", "true"):
+        return True
+    if backend not in ("", "auto"):
+        return False
+    return par.gpu_cc is not None and par.gpu_cc[0] not in (9, 10)
+
+
 def expert_pad_factor(par: Parallel, spec: ModelSpec | None) -> float:
     """Per-rank MoE intermediate padding applied by the engine.
 
@@ -247,12 +263,17 @@ def expert_pad_factor(par: Parallel, spec: ModelSpec | None) -> float:
       removed by local-inference-lab/vllm#385).
     * vLLM MXFP4 MoE (gpt-oss) rounds the per-rank intermediate up to a multiple of 256
       (vllm/model_executor/layers/quantization/mxfp4.py create_weights; gpt-oss 2880 -> 3072,
-      confirmed by the gpt-oss-20b/120b receipts in docs/validation.md).
+      confirmed by the gpt-oss-20b/120b receipts in docs/validation.md). On its Marlin backend
+      (``mxfp4_marlin``) the Marlin MoE kernel's shape rule instead rounds the intermediate to 128
+      and the hidden size to 256 (2880 -> 2944 and 3072).
     """
     if spec is None or par.engine != "vllm":
         return 1.0
     if spec.family == "gpt_oss" and spec.quant == "mxfp4":
         local = spec.moe_intermediate / par.moe_tp
+        if mxfp4_marlin(par):
+            n, k = C.VLLM_MXFP4_MARLIN_N_MULTIPLE, C.VLLM_MXFP4_MARLIN_K_MULTIPLE
+            return (-(-local // n) * n) / local * (-(-spec.hidden // k) * k) / spec.hidden
         m = C.VLLM_MXFP4_PAD_MULTIPLE
         return (-(-local // m) * m) / local
     if spec.family != "kimi_k3" or par.moe_tp <= 1:

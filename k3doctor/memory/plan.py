@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import ceil
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -144,13 +144,17 @@ class Plan:
 
 
 # -- GPU ---------------------------------------------------------------------------------------
-_EXTRA_GPUS = {  # only for validation receipts on GPUs the core targets table does not list
-    "rtx-5090": ("NVIDIA GeForce RTX 5090", 32607 * C.MiB),
-    "rtx-4090": ("NVIDIA GeForce RTX 4090", 24564 * C.MiB),
-    "l40s": ("NVIDIA L40S", 46068 * C.MiB),
-    "a100-40g": ("NVIDIA A100-SXM4-40GB", 40960 * C.MiB),
-    "h800": ("NVIDIA H800", 81559 * C.MiB),
-    "h20-141g": ("NVIDIA H20-3e", 143771 * C.MiB),
+_EXTRA_GPUS: dict[str, tuple[str, int, tuple[int, int] | None]] = {
+    # only for validation receipts on GPUs the core targets table does not list (name, NVML total,
+    # compute capability: it picks kernels whose weight layout differs)
+    "rtx-5090": ("NVIDIA GeForce RTX 5090", 32607 * C.MiB, (12, 0)),
+    "rtx-4090": ("NVIDIA GeForce RTX 4090", 24564 * C.MiB, (8, 9)),
+    "l40s": ("NVIDIA L40S", 46068 * C.MiB, (8, 9)), "a100-40g": ("NVIDIA A100-SXM4-40GB", 40960 * C.MiB, (8, 0)),
+    "h800": ("NVIDIA H800", 81559 * C.MiB, (9, 0)), "h20-141g": ("NVIDIA H20-3e", 143771 * C.MiB, (9, 0)),
+    "gb10": ("NVIDIA GB10", 121680 * C.MiB, (12, 1)), "jetson-agx-thor": ("NVIDIA Thor", 125772 * C.MiB, (11, 0)),
+    "rtx-pro-6000": ("NVIDIA RTX PRO 6000 Blackwell", 97887 * C.MiB, (12, 0)),
+    "rtx-5070ti": ("NVIDIA GeForce RTX 5070 Ti", 16303 * C.MiB, (12, 0)), "t4": ("Tesla T4", 15360 * C.MiB, (7, 5)),
+    "l4": ("NVIDIA L4", 23034 * C.MiB, (8, 9)), "l20": ("NVIDIA L20", 46068 * C.MiB, (8, 9)),
 }
 
 
@@ -158,8 +162,8 @@ def resolve_gpu(name: str) -> GpuSpec:
     """GPU by target name (k3doctor.targets, plus a few extra consumer/other types)."""
     key = name.strip().lower()
     if key in _EXTRA_GPUS:
-        prod, total = _EXTRA_GPUS[key]
-        return GpuSpec(prod, total, None, "target")
+        prod, total, cc = _EXTRA_GPUS[key]
+        return GpuSpec(prod, total, None, "target", cc)
     from k3doctor.targets import get_target
 
     t = get_target(name)  # raises TargetError (a KeyError) with close matches
@@ -478,6 +482,8 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
     maximum length, as vLLM does at start (``--search`` turns it off and reports each plan's largest
     context instead)."""
     spec = inv.spec
+    if gpu.cc is not None and par.gpu_cc != gpu.cc:
+        par = replace(par, gpu_cc=gpu.cc)
     errs = validate_parallel(par, spec)
     if errs:
         raise PlanError("; ".join(errs))
