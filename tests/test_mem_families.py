@@ -7,6 +7,8 @@ import json
 import shlex
 from pathlib import Path
 
+import pytest
+
 from k3doctor.launch import parse_launch
 from k3doctor.memory.inventory import load_inventory, read_config_any
 from k3doctor.memory.placement import Parallel, classify, stage_weights
@@ -215,3 +217,30 @@ def test_disable_shared_experts_fusion_reaches_the_plan():
     off = parse_launch(shlex.split("sglang serve --model-path deepseek-ai/DeepSeek-V3 --tp 8 "
                                    "--disable-shared-experts-fusion")).to_dict()
     assert LaunchSpec.of(on).placement().shared_experts_fusion and not LaunchSpec.of(off).placement().shared_experts_fusion
+
+
+def test_dsa_lightning_indexer_is_replicated_and_follows_indexer_types():
+    """DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5 glm_moe_dsa): a lightning indexer per layer
+    (wq_b, wk, k_norm, weights_proj), replicated on every rank (vLLM/SGLang ReplicatedLinear);
+    GLM-5.2's ``indexer_types`` leaves the ``shared`` layers without one."""
+    import json as _json
+    from pathlib import Path as _P
+
+    from k3doctor.memory.inventory import load_inventory
+
+    cfg = _json.loads((_P(__file__).resolve().parents[1] / "shared/receipt-configs/zai-org--GLM-5-FP8.json").read_text())
+    inv = load_inventory(None, config=cfg)
+    assert len(inv.spec.index_layers) == cfg["num_hidden_layers"]
+    tpl = {g.template: g.dtype for g in inv.groups}
+    assert tpl["model.layers.{L}.self_attn.indexer.wq_b.weight"] == "F8_E4M3"
+    assert tpl["model.layers.{L}.self_attn.indexer.weights_proj.weight"] == "BF16"
+    shared = dict(cfg, indexer_types=["full" if i % 4 == 0 else "shared" for i in range(cfg["num_hidden_layers"])])
+    assert len(load_inventory(None, config=shared).spec.index_layers) == 20
+    from k3doctor.memory.placement import stage_weights
+
+    idx = sum(g.nbytes for g in inv.groups if ".indexer." in g.template)
+    w = {tp: stage_weights(inv, LaunchSpec.of(parse_launch(shlex.split(
+        f"vllm serve zai-org/GLM-5-FP8 --tensor-parallel-size {tp}")).to_dict()).placement(), 0) for tp in (4, 8)}
+    # attention halves from TP4 to TP8 except the replicated indexer (and the replicated q_a/kv_a)
+    assert w[4]["attention"] - 2 * w[8]["attention"] == pytest.approx(-idx, rel=1e-3)  # (k_norm counts as a norm)
+    assert w[8].get("other", 0) == 8192 * cfg["index_topk"] * 4  # vLLM's topk_indices_buffer

@@ -416,6 +416,11 @@ def _engine_extras(spec: ModelSpec, par: Parallel, mine: range, last: bool) -> d
                              spec.hidden) if glob else 0
         per_rank = slot / par.attn_tp if spec.global_kv_heads >= par.attn_tp else slot / max(1, spec.global_kv_heads)
         out["attention"] = per_rank * len(glob)
+    if spec.family == "deepseek" and spec.index_layers and par.engine == "vllm":
+        # DeepSeek-V3.2 / GLM-5 on vLLM: the indexers' shared topk_indices_buffer (deepseek_v2.py)
+        tokens = par.max_num_batched_tokens or C.VLLM_MAX_BATCHED_TOKENS[0]
+        topk = int(spec.raw.get("index_topk") or 0) if isinstance(spec.raw, Mapping) else 0
+        out["other"] = float(tokens * topk * 4)
     if spec.family == "deepseek_v4":
         if par.engine == "vllm":
             tokens = par.max_num_batched_tokens or C.VLLM_MAX_BATCHED_TOKENS[0]

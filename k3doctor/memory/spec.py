@@ -209,6 +209,8 @@ class ModelSpec:
     index_head_dim: int = 0
     hc_mult: int = 0
     hash_layers: int = 0
+    #: DeepSeek Sparse Attention (V3.2 / GLM-5): the MLA layers that carry a lightning indexer
+    index_layers: tuple[int, ...] = ()
     expert_quant: str = ""   # "mxfp4" (DeepSeek-V4 ``expert_dtype: fp4``) or "" (the config's scheme)
     #: the checkpoint's floating-point storage (config ``torch_dtype`` / ``dtype``): "BF16", "F16" or
     #: "F32"; the engines serve a float32 checkpoint in 16 bits (placement halves its F32 tensors)
@@ -340,7 +342,23 @@ def _mla_spec(cfg: Mapping[str, Any], arch: str, base: dict[str, Any]) -> ModelS
     fk = int(cfg.get("first_k_dense_replace") or 0) if n_exp else L
     freq = int(cfg.get("moe_layer_freq") or 1)
     moe_layers = tuple(i for i in range(L) if n_exp and i >= fk and i % freq == 0)
-    return ModelSpec(
+    return ModelSpec(**_dsa_indexer(cfg, L), **_mla_fields(cfg, arch, L, n_exp, fk, moe_layers), **base)
+
+
+def _dsa_indexer(cfg: Mapping[str, Any], L: int) -> dict[str, Any]:
+    """DeepSeek Sparse Attention's lightning indexer (DeepSeek-V3.2, GLM-5 ``glm_moe_dsa``):
+    ``index_n_heads`` x ``index_head_dim`` on every layer, or on the ``full`` ones of ``indexer_types``
+    (GLM-5.2 IndexShare: a ``shared`` layer reuses another's indexer and has no weights)."""
+    heads, dim = int(cfg.get("index_n_heads") or 0), int(cfg.get("index_head_dim") or 0)
+    if not heads or not dim:
+        return {}
+    types = [str(t).lower() for t in cfg.get("indexer_types") or []]
+    layers = tuple(i for i, t in enumerate(types) if t != "shared") if len(types) == L else tuple(range(L))
+    return {"index_heads": heads, "index_head_dim": dim, "index_layers": layers}
+
+
+def _mla_fields(cfg: Mapping[str, Any], arch: str, L: int, n_exp: int, fk: int, moe_layers: tuple[int, ...]) -> dict[str, Any]:
+    return dict(
         family="deepseek", hidden=int(cfg["hidden_size"]), layers=L, vocab=int(cfg["vocab_size"]),
         heads=int(cfg["num_attention_heads"]), kv_heads=int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"]),
         head_dim=int(cfg["qk_nope_head_dim"]) + int(cfg["qk_rope_head_dim"]), mla=True,
@@ -350,7 +368,7 @@ def _mla_spec(cfg: Mapping[str, Any], arch: str, base: dict[str, Any]) -> ModelS
         moe_intermediate=int(cfg.get("moe_intermediate_size") or 0),
         shared_intermediate=int(cfg.get("n_shared_experts") or 0) * int(cfg.get("moe_intermediate_size") or 0),
         intermediate=int(cfg.get("intermediate_size") or 0), first_dense=fk, moe_layers=moe_layers,
-        mtp_layers=int(cfg.get("num_nextn_predict_layers") or 0), mla_layers=tuple(range(L)), **base,
+        mtp_layers=int(cfg.get("num_nextn_predict_layers") or 0), mla_layers=tuple(range(L)),
     )
 
 

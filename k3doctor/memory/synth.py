@@ -310,6 +310,13 @@ def _generic_mixer(s: ModelSpec, i: int, p: str) -> Iterator[Tensor]:
         yield _t(a + "kv_a_layernorm.weight", "BF16", (s.kv_lora_rank,))
         yield from _qlin(a + "kv_b_proj", s.heads * (s.qk_nope + s.v_head), s.kv_lora_rank, qs, "attn")
         yield from _qlin(a + "o_proj", H, s.heads * s.v_head, qs, "attn")
+        if i in s.index_layers:  # DSA lightning indexer (DeepSeek-V3.2 Indexer: wq_b, wk, k_norm, weights_proj)
+            x = a + "indexer."
+            yield from _qlin(x + "wq_b", s.index_heads * s.index_head_dim, s.q_lora_rank or H, qs, "attn")
+            yield from _qlin(x + "wk", s.index_head_dim, H, qs, "attn")
+            yield _t(x + "k_norm.weight", "BF16", (s.index_head_dim,))
+            yield _t(x + "k_norm.bias", "BF16", (s.index_head_dim,))
+            yield _t(x + "weights_proj.weight", "BF16", (s.index_heads, H))
     else:
         hd = s.head_dim
         kvh = s.layer_kv_heads[i] if i < len(s.layer_kv_heads) and s.layer_kv_heads[i] > 0 else s.kv_heads
