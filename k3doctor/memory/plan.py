@@ -540,7 +540,7 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
                                               max_ctx_min=max_ctx_min, max_conc=max_conc, conc=conc,
                                               default_context_check=default_context_check)
     notes.append(f"load transient: {transient_why}")
-    plan = Plan(
+    return _with_uncertainty(Plan(
         engine=par.engine, parallel=par, gpu=GpuSpec(gpu.name, total, free0, gpu.source, gpu.cc, gpu.reserved),
         ranks=ranks, stages=stages,
         max_rank_weights_bytes=maxw, kv_tokens=int(kv_tokens_min or 0), kv_bytes_per_token=per_tok_max,
@@ -552,22 +552,21 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
         kv_avail_bytes=int(avail_min or 0), kv_need_bytes=need_max,
         kv_need_context=int(req_ctx) if need_max is not None and req_ctx else None,
         budget_basis=budget_basis, overhead_bytes=int(overhead_max), context_implicit=context_implicit,
-    )
-    _attach_uncertainty(plan, inv, par)
-    return plan
+    ), inv, par)
 
 
-def _attach_uncertainty(plan: Plan, inv: Inventory, par: Parallel) -> None:
-    """An unmodelled quantisation layout: the bounds on the largest rank's weights, in the JSON and
-    as a note (quantbounds)."""
+def _with_uncertainty(plan: Plan, inv: Inventory, par: Parallel) -> Plan:
+    """``plan`` with, for an unmodelled quantisation layout, the bounds on the largest rank's weights
+    in the JSON and as a note (quantbounds)."""
     from .quantbounds import weights_uncertainty
 
     u = weights_uncertainty(inv, par)
     if u is None:
-        return
+        return plan
     plan.weights_uncertainty = u
     plan.notes.insert(0, f"UNCERTAIN weights: {u['reason']}; the largest rank's weights could be "
                          f"{_gib(u['low_bytes'])}–{_gib(u['high_bytes'])} (projected {_gib(plan.max_rank_weights_bytes)})")
+    return plan
 
 
 def _verdict(inv: Inventory, par: Parallel, stages: list[RankMemory], *, weights_fit: bool, load_fits: bool, maxw: int,
