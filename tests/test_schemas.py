@@ -79,3 +79,15 @@ def test_the_schemas_can_fail() -> None:
     search["candidates"][0]["reason"] = "budget of -0.5 GiB"
     with pytest.raises(jsonschema.ValidationError):
         validator("plan").validate(search)
+
+
+def test_a_plan_with_uncertain_quantisation_matches_schema(tmp_path) -> None:
+    """An HQQ checkpoint (a method whose layout is not modelled exactly): the plan's JSON carries
+    weights_uncertainty, and the schema describes it."""
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+           "quantization_config": {"quant_method": "hqq", "nbits": 4, "group_size": 64}}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    doc = run_json("plan", "--model", str(tmp_path), "--target", "h100", "--tp", "1", "--format", "json")
+    assert set(doc["weights_uncertainty"]) >= {"reason", "low_bytes", "high_bytes"}, doc.get("weights_uncertainty")  # type: ignore[index,union-attr]
+    validator("plan").validate(doc)
