@@ -280,3 +280,10 @@ def test_check_with_model_parses_each_shard_header_once(tmp_path, k3_dir, monkey
     shards = sorted(p.name for p in k3_dir.glob("*.safetensors"))
     assert sorted(f for _, f in reads) == shards  # 96 shards, each header read (and parsed) exactly once
     assert {w for w, _ in reads} == {"ckpt"}
+
+
+def test_an_empty_directory_says_there_is_nothing_to_plan(tmp_path):
+    with pytest.raises(InventoryError) as ei:
+        load_inventory(tmp_path)
+    msg = str(ei.value)
+    assert msg.count(str(tmp_path)) == 1 and "no config.json and no *.safetensors" in msg and "--model" in msg

@@ -46,8 +46,8 @@ Folded = dict[tuple[str, str], list[int]]
 def fold_tensors(names: list[str], dtypes: list[str], nbytes: list[int], acc: Folded | None = None) -> Folded:
     """Sum one shard's tensors (three parallel lists) per (name with ``.experts.<i>.`` folded to
     ``.experts.{E}.``, dtype) into ``acc``. A K3 shard of ~5,200 tensors becomes ~40 keys;
-    :class:`HeaderFold` calls this on each shard the checkpoint scan sends, the header regex reader
-    and :func:`~.inventory.aggregate` feed the same keys to :func:`groups_from_folded`."""
+    :class:`HeaderFold` calls this on each shard the checkpoint scan sends, and
+    :func:`~.inventory.aggregate` on synthesised tensors; both feed :func:`groups_from_folded`."""
     if acc is None:
         acc = {}
     joined = "\n".join(names)

@@ -1,11 +1,12 @@
 """The tensor inventory a plan is computed from: the ``model`` fact's inventory (computed by the
-checkpoint scan), else shard headers when present, else config.json.
+checkpoint scan), else shard headers when present (read through that same scan, the one header
+reader), else config.json.
 
 Records are aggregated per (layer, name template) at read time, so a 497,220-tensor checkpoint
 becomes ~3,000 groups (~60 templates over the layers): a template is the tensor name with the layer
-and expert indices removed. One grouping implementation: :func:`fold_tensors` (per shard, on
-parsed headers: the checkpoint scan, the JSON fallback, :func:`aggregate`) or the byte-level
-regex reader, then :func:`groups_from_folded`.
+and expert indices removed. One grouping implementation: :func:`fold_tensors` (per shard, on the
+checkpoint scan's rows, or on synthesised tensors in :func:`aggregate`), then
+:func:`groups_from_folded`.
 """
 
 from __future__ import annotations
@@ -208,7 +209,10 @@ def read_inventory(model: str | os.PathLike[str] | None = None, *, config: Mappi
             )
     spec = _spec(config, model_dir, notes)
     if spec is None:
-        why = notes[-1] if notes else "no config.json"
+        if config is None:
+            raise InventoryError(f"{model}: no config.json and no *.safetensors shards, nothing to plan from; "
+                                 "pass --model a checkpoint directory (or its config.json, or a known model id)")
+        why = notes[-1] if notes else "the config cannot be projected"
         raise InventoryError(f"{model}: {why}; and no *.safetensors headers to fall back on")
     return inventory_from_spec(spec, config, notes)
 
