@@ -47,6 +47,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import compress, count
 from typing import Any
 
+from .tail_anchor import DIFFERENT, WEAK, Tail, alternatives, tail_of
+
 try:
     import re._constants as _sc
     import re._parser as _sp
@@ -207,20 +209,35 @@ def required_literals(rx: re.Pattern[str] | str) -> frozenset[str] | None:
     return frozenset(req) if req is not None and _usable(req) else None
 
 
-def derive_anchors(keywords: Iterable[str], marker_regexes: Iterable[re.Pattern[str]]) -> tuple[str, ...] | None:
-    """The anchor literals for these signature keywords and fallback marker regexes, or None
-    when some of them require no literal (then every line must be examined)."""
+def derive_anchors(keywords: Iterable[str], marker_regexes: Iterable[re.Pattern[str]]
+                   ) -> tuple[tuple[str, ...], tuple[Tail, ...]] | None:
+    """The anchor literals and regex tails (:mod:`.tail_anchor`) for these signature keywords and
+    fallback marker regexes, or None when some of them require nothing (then every line must be
+    examined). Each alternative of a marker is anchored by its required literals, or, when those
+    are shorter than :data:`~.tail_anchor.WEAK` characters (``": "``), by a tail of its regex."""
     out: set[str] = set()
+    tails: list[Tail] = []
     for k in keywords:
         if not k:
             return None
         out.add(k)
     for rx in marker_regexes:
-        req = required_literals(rx)
-        if req is None:
-            return None
-        out |= req
-    return tuple(sorted(out))
+        for alt in alternatives(rx.pattern) or [rx.pattern]:
+            try:
+                req = required_literals(re.compile(alt, rx.flags))
+            except re.error:
+                req = required_literals(rx)
+            if req is not None and min(map(len, req)) >= WEAK:
+                out |= req
+                continue
+            tail = tail_of(alt, rx.flags)
+            if tail is not None:
+                tails.append(tail)
+            elif req is not None:
+                out |= req
+            else:
+                return None
+    return tuple(sorted(out)), tuple(tails)
 
 
 # -- the prefilter ------------------------------------------------------------------------------
@@ -339,9 +356,14 @@ class Prefilter:
     digits kept) holds one of them unfolded; the other anchors have no digit, and a shape holds one
     exactly when its lines do."""
 
-    def __init__(self, anchors: Iterable[str] | None) -> None:
+    def __init__(self, anchors: Iterable[str] | None, tails: Iterable[Tail] = ()) -> None:
         #: None: no prefilter possible; every line is a candidate
         self.anchors: tuple[str, ...] | None = None if anchors is None else tuple(anchors)
+        #: regex tails searched beside the literals (:mod:`.tail_anchor`), and the pass for the
+        #: lines whose bytes one of them may read differently from its marker
+        self.tails: tuple[Tail, ...] = () if anchors is None else tuple(tails)
+        self._tail_passes = [t.pattern for t in self.tails] + (
+            [DIFFERENT] if any(t.unicode for t in self.tails) else [])
         words = {a.encode("utf-8").translate(_CASE) for a in self.anchors or () if "\n" not in a}
         if self.anchors is not None:
             words.update(c.encode("utf-8") for c in LOWER_TO_ASCII)
@@ -369,7 +391,7 @@ class Prefilter:
         if got is None:
             freq = byte_frequencies(sample[:SAMPLE])
             keep = 1 if binary else 2
-            got = self._passes[binary] = (self._compile(_pivoted(self._words, freq, keep)),
+            got = self._passes[binary] = (self._compile(_pivoted(self._words, freq, keep)) + self._tail_passes,
                                           self._compile(_pivoted(self._digit_words, freq, keep)))
         return got
 
@@ -385,7 +407,7 @@ class Prefilter:
             search, find = rx.search, text.find
             m = search(text)
             while m:
-                nl = find(b"\n", m.end() - 1)
+                nl = find(b"\n", m.start())  # (a tail's match may run past its line)
                 where.add(text.rfind(b"\n", 0, m.start()) + 1)
                 if nl < 0:
                     break

@@ -204,12 +204,13 @@ class Scanner:
         """Stage 1 of log mode: anchors derived from the signatures and the fallback's markers
         (built on first use: pasted text never pays for it)."""
         if self._prefilter is None:
-            anchors = self._anchors
-            if anchors is None:
+            if self._anchors is not None:
+                self._prefilter = Prefilter(self._anchors)
+            else:
                 markers = [] if self.fallback is None else [self.fallback.error_markers,
                                                              self.fallback.strong_markers]
-                anchors = derive_anchors([k for k, _ in self._keywords], markers)
-            self._prefilter = Prefilter(anchors)
+                derived = derive_anchors([k for k, _ in self._keywords], markers)
+                self._prefilter = Prefilter(None) if derived is None else Prefilter(*derived)
         return self._prefilter
 
     @property
