@@ -116,7 +116,7 @@ def _explain_stdin() -> Any:
 
     from k3doctor.explain import Scanner
     from k3doctor.explain import source
-    from k3doctor.explain.scan import _Aggregator
+    from k3doctor.explain.results import _Aggregator
 
     agg = _Aggregator()
     chunks = source.stdin_chunks(agg.notes)
