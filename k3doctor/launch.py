@@ -18,7 +18,7 @@ import shlex
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping, Sequence, TypeVar
 
 from .factbase import Fact, _int, _str
 from .parallelism import world_size
@@ -37,60 +37,17 @@ class LaunchError(ValueError):
     """The launch command cannot be understood at all (empty, or not an SGLang/vLLM launch)."""
 
 
-# canonical field -> (kind, aliases per engine). kind: int | float | str | bool
+_T = TypeVar("_T")
+#: (kind, flag spellings per engine) of a field read from a flag. kind: int | float | str | bool
 _Field = tuple[str, dict[str, tuple[str, ...]]]
-_FIELDS: dict[str, _Field] = {
-    "model": ("str", {"sglang": ("--model-path", "--model"), "vllm": ("--model",)}),
-    "tp": ("int", {"sglang": ("--tp-size", "--tp", "--tensor-parallel-size"),
-                   "vllm": ("--tensor-parallel-size", "-tp", "--tp", "--tp-size")}),
-    "ep": ("int", {"sglang": ("--ep-size", "--ep", "--expert-parallel-size"), "vllm": ()}),
-    "pp": ("int", {"sglang": ("--pp-size", "--pp", "--pipeline-parallel-size"),
-                   "vllm": ("--pipeline-parallel-size", "-pp", "--pp")}),
-    "dp": ("int", {"sglang": ("--dp-size", "--dp", "--data-parallel-size"),
-                   "vllm": ("--data-parallel-size", "-dp", "--dp")}),
-    "dcp": ("int", {"sglang": ("--dcp-size", "--dcp", "--decode-context-parallel-size"),
-                    "vllm": ("--decode-context-parallel-size", "-dcp", "--dcp")}),
-    "enable_dp_attention": ("bool", {"sglang": ("--enable-dp-attention",), "vllm": ()}),
-    "enable_expert_parallel": ("bool", {"sglang": (), "vllm": ("--enable-expert-parallel", "-ep")}),
-    "nnodes": ("int", {"sglang": ("--nnodes",), "vllm": ("--nnodes", "-n")}),
-    "node_rank": ("int", {"sglang": ("--node-rank",), "vllm": ("--node-rank", "-r")}),
-    "dist_init_addr": ("str", {"sglang": ("--dist-init-addr", "--nccl-init-addr"),
-                               "vllm": ("--master-addr", "--data-parallel-address")}),
-    "master_port": ("int", {"sglang": (), "vllm": ("--master-port",)}),
-    "attention_backend": ("str", {"sglang": ("--attention-backend",), "vllm": ("--attention-backend",)}),
-    "prefill_attention_backend": ("str", {"sglang": ("--prefill-attention-backend",), "vllm": ()}),
-    "decode_attention_backend": ("str", {"sglang": ("--decode-attention-backend",), "vllm": ()}),
-    "moe_runner_backend": ("str", {"sglang": ("--moe-runner-backend",),
-                                   "vllm": ("--moe-backend", "--moe-runner-backend")}),
-    "moe_a2a_backend": ("str", {"sglang": ("--moe-a2a-backend",), "vllm": ("--all2all-backend",)}),
-    "quantization": ("str", {"sglang": ("--quantization",), "vllm": ("--quantization", "-q")}),
-    "kv_cache_dtype": ("str", {"sglang": ("--kv-cache-dtype",), "vllm": ("--kv-cache-dtype",)}),
-    "mem_fraction": ("float", {"sglang": ("--mem-fraction-static", "--mem-fraction"),
-                               "vllm": ("--gpu-memory-utilization",)}),
-    "context_length": ("int", {"sglang": ("--context-length",), "vllm": ("--max-model-len",)}),
-    "load_format": ("str", {"sglang": ("--load-format",), "vllm": ("--load-format",)}),
-    "cuda_graph_max_bs": ("int", {"sglang": ("--cuda-graph-max-bs",),
-                                  "vllm": ("--max-cudagraph-capture-size", "--max-seq-len-to-capture")}),
-    "max_running_requests": ("int", {"sglang": ("--max-running-requests",), "vllm": ("--max-num-seqs",)}),
-    "chunked_prefill_size": ("int", {"sglang": ("--chunked-prefill-size",),
-                                     "vllm": ("--max-num-batched-tokens",)}),
-    "trust_remote_code": ("bool", {"sglang": ("--trust-remote-code",), "vllm": ("--trust-remote-code",)}),
-    "enforce_eager": ("bool", {"sglang": ("--disable-cuda-graph",), "vllm": ("--enforce-eager",)}),
-    "enable_symm_mem": ("bool", {"sglang": ("--enable-symm-mem",), "vllm": ()}),
-    "enable_dp_lm_head": ("bool", {"sglang": ("--enable-dp-lm-head",), "vllm": ()}),
-    "mamba_ssm_dtype": ("str", {"sglang": ("--mamba-ssm-dtype",), "vllm": ("--mamba-ssm-cache-dtype",)}),
-    "speculative_algorithm": ("str", {"sglang": ("--speculative-algorithm",), "vllm": ()}),
-    "speculative_config": ("str", {"sglang": (), "vllm": ("--speculative-config",)}),
-    "host": ("str", {"sglang": ("--host",), "vllm": ("--host",)}),
-    "port": ("int", {"sglang": ("--port",), "vllm": ("--port",)}),
-    "dist_timeout": ("int", {"sglang": ("--dist-timeout",), "vllm": ()}),
-    "headless": ("bool", {"sglang": (), "vllm": ("--headless",)}),
-    "distributed_executor_backend": ("str", {"sglang": (), "vllm": ("--distributed-executor-backend",)}),
-    "tokenizer": ("str", {"sglang": ("--tokenizer-path",), "vllm": ("--tokenizer",)}),
-    "revision": ("str", {"sglang": ("--revision",), "vllm": ("--revision",)}),
-    "download_dir": ("str", {"sglang": ("--download-dir",), "vllm": ("--download-dir",)}),
-    "served_model_name": ("str", {"sglang": ("--served-model-name",), "vllm": ("--served-model-name",)}),
-}
+
+
+def _flag(default: _T, *, sglang: tuple[str, ...] = (), vllm: tuple[str, ...] = ()) -> _T:
+    """A :class:`LaunchSpec` field set by a launch flag: its default and the flag's spellings per
+    engine (none: the engine has no such flag). Its kind is the field's annotation, so the field
+    list, the types and the flag table are one declaration (``_FIELDS`` is derived from it)."""
+    return field(default=default, metadata={"flags": {"sglang": sglang, "vllm": vllm}})
+
 
 # Flags known to each engine that k3doctor does not interpret: value-taking vs boolean. Knowing
 # them keeps `unknown_flags` meaningful (a typo shows up there) and parsing exact.
@@ -169,47 +126,56 @@ class LaunchSpec(Fact):
     engine: str = ""
     entry: str = ""
     argv: list[str] = field(default_factory=list)
-    model: str | None = None
-    tp: int = 1
-    ep: int = 1
-    pp: int = 1
-    dp: int = 1
-    dcp: int = 1
-    enable_dp_attention: bool = False
-    enable_expert_parallel: bool = False
-    nnodes: int = 1
-    node_rank: int = 0
-    dist_init_addr: str | None = None
-    master_port: int | None = None
-    attention_backend: str | None = None
-    prefill_attention_backend: str | None = None
-    decode_attention_backend: str | None = None
-    moe_runner_backend: str | None = None
-    moe_a2a_backend: str | None = None
-    quantization: str | None = None
-    kv_cache_dtype: str | None = None
-    mem_fraction: float | None = None
-    context_length: int | None = None
-    load_format: str | None = None
-    cuda_graph_max_bs: int | None = None
-    max_running_requests: int | None = None
-    chunked_prefill_size: int | None = None
-    trust_remote_code: bool = False
-    enforce_eager: bool = False
-    enable_symm_mem: bool = False
-    enable_dp_lm_head: bool = False
-    mamba_ssm_dtype: str | None = None
-    speculative_algorithm: str | None = None
-    speculative_config: str | None = None
-    host: str | None = None
-    port: int | None = None
-    dist_timeout: int | None = None
-    headless: bool = False
-    distributed_executor_backend: str | None = None
-    tokenizer: str | None = None
-    revision: str | None = None
-    download_dir: str | None = None
-    served_model_name: str | None = None
+    model: str | None = _flag(None, sglang=("--model-path", "--model"), vllm=("--model",))
+    tp: int = _flag(1, sglang=("--tp-size", "--tp", "--tensor-parallel-size"),
+                    vllm=("--tensor-parallel-size", "-tp", "--tp", "--tp-size"))
+    ep: int = _flag(1, sglang=("--ep-size", "--ep", "--expert-parallel-size"))
+    pp: int = _flag(1, sglang=("--pp-size", "--pp", "--pipeline-parallel-size"),
+                    vllm=("--pipeline-parallel-size", "-pp", "--pp"))
+    dp: int = _flag(1, sglang=("--dp-size", "--dp", "--data-parallel-size"),
+                    vllm=("--data-parallel-size", "-dp", "--dp"))
+    dcp: int = _flag(1, sglang=("--dcp-size", "--dcp", "--decode-context-parallel-size"),
+                     vllm=("--decode-context-parallel-size", "-dcp", "--dcp"))
+    enable_dp_attention: bool = _flag(False, sglang=("--enable-dp-attention",))
+    enable_expert_parallel: bool = _flag(False, vllm=("--enable-expert-parallel", "-ep"))
+    nnodes: int = _flag(1, sglang=("--nnodes",), vllm=("--nnodes", "-n"))
+    node_rank: int = _flag(0, sglang=("--node-rank",), vllm=("--node-rank", "-r"))
+    dist_init_addr: str | None = _flag(None, sglang=("--dist-init-addr", "--nccl-init-addr"),
+                                       vllm=("--master-addr", "--data-parallel-address"))
+    master_port: int | None = _flag(None, vllm=("--master-port",))
+    attention_backend: str | None = _flag(None, sglang=("--attention-backend",), vllm=("--attention-backend",))
+    prefill_attention_backend: str | None = _flag(None, sglang=("--prefill-attention-backend",))
+    decode_attention_backend: str | None = _flag(None, sglang=("--decode-attention-backend",))
+    moe_runner_backend: str | None = _flag(None, sglang=("--moe-runner-backend",),
+                                           vllm=("--moe-backend", "--moe-runner-backend"))
+    moe_a2a_backend: str | None = _flag(None, sglang=("--moe-a2a-backend",), vllm=("--all2all-backend",))
+    quantization: str | None = _flag(None, sglang=("--quantization",), vllm=("--quantization", "-q"))
+    kv_cache_dtype: str | None = _flag(None, sglang=("--kv-cache-dtype",), vllm=("--kv-cache-dtype",))
+    mem_fraction: float | None = _flag(None, sglang=("--mem-fraction-static", "--mem-fraction"),
+                                       vllm=("--gpu-memory-utilization",))
+    context_length: int | None = _flag(None, sglang=("--context-length",), vllm=("--max-model-len",))
+    load_format: str | None = _flag(None, sglang=("--load-format",), vllm=("--load-format",))
+    cuda_graph_max_bs: int | None = _flag(None, sglang=("--cuda-graph-max-bs",),
+                                          vllm=("--max-cudagraph-capture-size", "--max-seq-len-to-capture"))
+    max_running_requests: int | None = _flag(None, sglang=("--max-running-requests",), vllm=("--max-num-seqs",))
+    chunked_prefill_size: int | None = _flag(None, sglang=("--chunked-prefill-size",),
+                                             vllm=("--max-num-batched-tokens",))
+    trust_remote_code: bool = _flag(False, sglang=("--trust-remote-code",), vllm=("--trust-remote-code",))
+    enforce_eager: bool = _flag(False, sglang=("--disable-cuda-graph",), vllm=("--enforce-eager",))
+    enable_symm_mem: bool = _flag(False, sglang=("--enable-symm-mem",))
+    enable_dp_lm_head: bool = _flag(False, sglang=("--enable-dp-lm-head",))
+    mamba_ssm_dtype: str | None = _flag(None, sglang=("--mamba-ssm-dtype",), vllm=("--mamba-ssm-cache-dtype",))
+    speculative_algorithm: str | None = _flag(None, sglang=("--speculative-algorithm",))
+    speculative_config: str | None = _flag(None, vllm=("--speculative-config",))
+    host: str | None = _flag(None, sglang=("--host",), vllm=("--host",))
+    port: int | None = _flag(None, sglang=("--port",), vllm=("--port",))
+    dist_timeout: int | None = _flag(None, sglang=("--dist-timeout",))
+    headless: bool = _flag(False, vllm=("--headless",))
+    distributed_executor_backend: str | None = _flag(None, vllm=("--distributed-executor-backend",))
+    tokenizer: str | None = _flag(None, sglang=("--tokenizer-path",), vllm=("--tokenizer",))
+    revision: str | None = _flag(None, sglang=("--revision",), vllm=("--revision",))
+    download_dir: str | None = _flag(None, sglang=("--download-dir",), vllm=("--download-dir",))
+    served_model_name: str | None = _flag(None, sglang=("--served-model-name",), vllm=("--served-model-name",))
     #: every flag as given: ``--long-name`` -> value (str) or True
     flags: dict[str, Any] = field(default_factory=dict)
     #: effective environment: process env < --env-file < leading VAR=value words
@@ -321,6 +287,10 @@ _ATTRS = frozenset(f.name for f in fields(LaunchSpec) if f.name != "doc")
 #: field -> (JSON kind, default) of every field read from the document
 _FACT_FIELDS: dict[str, tuple[str, Any]] = {
     f.name: _kind_and_default(f) for f in fields(LaunchSpec) if f.name != "doc" and f.name not in _DERIVED
+}
+#: canonical field -> (kind, flag spellings per engine) of every field a launch flag sets
+_FIELDS: dict[str, _Field] = {
+    f.name: (_FACT_FIELDS[f.name][0], dict(f.metadata["flags"])) for f in fields(LaunchSpec) if "flags" in f.metadata
 }
 
 

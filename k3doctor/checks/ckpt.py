@@ -69,6 +69,11 @@ def _t(p: Mapping[str, Any]) -> str:
     return f" tensor `{p['tensor']}`" if p.get("tensor") else ""
 
 
+def _cannot_read(p: Mapping[str, Any]) -> str:
+    """The message of every unreadable-file kind (shard, ``config.json``, the index)."""
+    return f"`{p['file']}` cannot be read: {p.get('error')}"
+
+
 Msg = Callable[[Mapping[str, Any]], str]
 
 
@@ -235,13 +240,13 @@ class CKPT004(_CkptCheck):
     kinds = {
         "is_directory": (_E, lambda p: f"`{p['file']}` is a directory, not a shard file", None),
         "dangling_symlink": (_E, lambda p: f"`{p['file']}` is a symlink to `{p.get('target')}`, which does not exist", None),
-        "unreadable": (_E, lambda p: f"`{p['file']}` cannot be read: {p.get('error')}",
+        "unreadable": (_E, _cannot_read,
                        lambda m, p: f"chmod a+r {_q(str(m.get('dir')) + '/' + p['file'])}  (and check the owner), or {refetch_command(m, p['file'])}"),
         "not_regular": (_E, lambda p: f"`{p['file']}` is not a regular file (mode {p.get('mode')})", None),
         "not_found": (_E, lambda p: f"`{p['file']}` disappeared while scanning", None),
         "io_error": (_E, lambda p: f"`{p['file']}`: I/O error {p.get('error')}", None),
-        "config_unreadable": (_E, lambda p: f"`{p['file']}` cannot be read: {p.get('error')}", None),
-        "index_unreadable": (_E, lambda p: f"`{p['file']}` cannot be read: {p.get('error')}", None),
+        "config_unreadable": (_E, _cannot_read, None),
+        "index_unreadable": (_E, _cannot_read, None),
     }
 
 
