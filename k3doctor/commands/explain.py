@@ -15,6 +15,7 @@ Only click is imported at module load; the matcher and rich load when the comman
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from typing import Any
@@ -195,10 +196,13 @@ def _read_or_fail(read: Any) -> Any:
               show_default=True, help="Output format (auto: rich on a terminal, text otherwise).")
 @click.option("--max", "limit", type=click.IntRange(min=0), default=10, show_default=True,
               help="Matches to show (0: all).")
+@click.option("--jobs", type=click.IntRange(1, 2), default=None, metavar="N",
+              help="Processes per --log file: 1 scans it in one; 2 lets a forked helper read its second "
+                   "half (default: 2 for a file of 64 MiB or more when two CPUs are free).")
 @output_to_file("the explanation")
 @click.pass_context
 def command(ctx: click.Context, args: tuple[str, ...], logs: tuple[str, ...], list_: bool,
-            fmt: str, limit: int) -> None:
+            fmt: str, limit: int, jobs: int | None) -> None:
     """Explain a failure: pasted TEXT, '-' for stdin, --log FILE..., a check CODE or a signature ID.
 
     Recognised failures are ranked: the earliest root cause first, symptoms (NCCL watchdog
@@ -221,7 +225,8 @@ def command(ctx: click.Context, args: tuple[str, ...], logs: tuple[str, ...], li
         from k3doctor.explain import explain_paths
 
         paths = list(logs) + list(args)
-        ctx.exit(_output(_read_or_fail(lambda: _scan_with_progress(explain_paths, paths)), fmt, limit))
+        scan = functools.partial(explain_paths, jobs=jobs)
+        ctx.exit(_output(_read_or_fail(lambda: _scan_with_progress(scan, paths)), fmt, limit))
     if not args:
         raise click.UsageError("give error TEXT, '-' to read stdin, --log FILE..., a check CODE, or --list")
     if len(args) == 1 and _CODE_LIKE.match(args[0]):

@@ -44,8 +44,7 @@ anchored at the start of the lines after the few full ones. A logical line stops
 from __future__ import annotations
 
 import re
-from itertools import compress, count, islice
-from operator import ne
+from itertools import accumulate, compress, count
 
 __all__ = ["wrapped_groups", "join_pieces", "logical_lines", "MIN_WIDTH", "SLACK", "MAX_JOINED"]
 
@@ -141,16 +140,29 @@ def _lead(line: bytes) -> int:
     return m.end() if m else 0
 
 
-def _width(lines: list[bytes], lens: list[int], near: list[int]) -> int:
+def _width(line: "_Lines", lens: list[int], near: list[int]) -> int:
     """The wrap width of the block: how far its lines reach (:func:`_extent`). Only the lines whose
     length can reach the answer are looked at (``near``: the indices of the lines within SLACK of
     the longest, first), each distinct text once (a log repeats its lines)."""
     floor = max(lens)
-    width = max(map(_extent, {lines[i] for i in near if lens[i] == floor}))
+    width = max(map(_extent, {line(i) for i in near if lens[i] == floor}))
     while width < floor and floor > MIN_WIDTH:
         floor = max(width, MIN_WIDTH)
-        width = max(width, max(map(_extent, set(compress(lines, map(floor.__le__, lens))))))
+        width = max(width, max(map(_extent, {line(i) for i in compress(count(), map(floor.__le__, lens))})))
     return width
+
+
+class _Lines:
+    """Line ``i`` of a block, sliced out when asked for (the lengths are known: the scanner has
+    split the block already), so a block with few full lines is not split a second time."""
+
+    def __init__(self, buf: bytes, lens: list[int]) -> None:
+        self.buf, self.lens = buf, lens
+        self.ends = list(accumulate(lens))  # (line i starts at ends[i] - lens[i] + i)
+
+    def __call__(self, i: int) -> bytes:
+        end = self.ends[i] + i
+        return self.buf[end - self.lens[i]: end]
 
 
 def _line_of(buf: bytes, offsets: list[int]) -> list[int]:
@@ -163,25 +175,25 @@ def _line_of(buf: bytes, offsets: list[int]) -> list[int]:
     return out
 
 
-def wrapped_groups(buf: bytes, lines: list[bytes] | None = None) -> tuple[dict[int, int], int]:
+def wrapped_groups(buf: bytes, lens: list[int] | None = None) -> tuple[dict[int, int], int]:
     """``({first: last}, width)``: the line indices (0-based, as ``buf.split(b"\\n")``) of every run
     of physical lines of ``buf`` that form one logical line (lines in no run stand alone), and the
-    block's wrap width."""
-    if lines is None:
-        lines = buf.split(b"\n")
-    if len(lines) < 2:
+    block's wrap width (``lens``: the lengths of those lines, where the caller has them)."""
+    if lens is None:
+        lens = list(map(len, buf.split(b"\n")))
+    if len(lens) < 2:
         return {}, 0
-    lens = list(map(len, lines))
+    line = _Lines(buf, lens)
     top = max(lens)
     if top < MIN_WIDTH:
         return {}, 0
     near = list(compress(count(), map((top - SLACK).__le__, lens)))
-    width = _width(lines, lens, near)
+    width = _width(line, lens, near)
     if width < MIN_WIDTH:
         return {}, width
     low = width // 4
     high = max(low, width - SLACK)
-    last = len(lines) - 1
+    last = len(lens) - 1
     # (the lines near the longest are the full ones, unless a border or padding shortened it)
     full = set(near) if high == top - SLACK else set(compress(count(), map(high.__le__, lens)))
     if low < high and width <= LONG_WIDTH:
@@ -190,7 +202,7 @@ def wrapped_groups(buf: bytes, lines: list[bytes] | None = None) -> tuple[dict[i
         full.update(i - 1 for i in _line_of(buf, starts) if lens[i - 1] >= low)
     full.discard(last)
     if len(full) > _MANY:  # a line printed again (every rank, every retry) is a record of its own
-        full.intersection_update(compress(count(), map(ne, lines, islice(lines, 1, None))))
+        full = {i for i in sorted(full) if line(i) != line(i + 1)}
     # each seam: line i continues into line i + 1; (clean: the next line starts like no record,
     # cut: line i is exactly the width, fold's cut)
     seams: dict[int, tuple[int, bool, bool]] = {}
@@ -199,29 +211,29 @@ def wrapped_groups(buf: bytes, lines: list[bytes] | None = None) -> tuple[dict[i
     # reaches its own length): after it, only a line starting in lower case continues it outright
     alone = len(full) < 2 or sum(1 for i in full if lens[i] >= width - SLACK) < 2
     for i in sorted(full):
-        nxt = lines[i + 1]
-        if nxt == lines[i] or record(nxt):
+        cur, nxt = line(i), line(i + 1)
+        if nxt == cur or record(nxt):
             continue  # (a line printed again, on every rank or retry, is a record of its own)
         body = nxt[_lead(nxt):]
-        if record(body) or (body[:2] == b"- " and lines[i][_lead(lines[i]):][:2] == b"- "):
+        if record(body) or (body[:2] == b"- " and cur[_lead(cur):][:2] == b"- "):
             continue  # (a "- " line after another one: a list)
-        reach = _extent(lines[i])
+        reach = _extent(cur)
         if reach < low:
             continue
-        prev = _trim(lines[i])
+        prev = _trim(cur)
         word = _WORD.match(body)
         fw = word.end() if word else 0
         if reach + 1 + fw <= width:
             continue  # the next word would have fitted: a line break, not a wrap
         if reach < width - SLACK and fw <= SLACK:
             continue  # a short line, and the next word a short one: the line ended there
-        if _HEADER.match(lines[i], _lead(lines[i])) and _FRAME_DONE.search(prev):
+        if _HEADER.match(cur, _lead(cur)) and _FRAME_DONE.search(prev):
             continue  # a whole traceback frame header: the code line under it is a record
         maybe = bool(_MAYBE.match(body)) or body[:1].isupper() or (
             prev.endswith(_SENTENCE_END) and body[:1].isalpha() and prev.islower())  # a new sentence
         if alone and not maybe and not body[:1].islower():
             maybe = True  # the only full line: a quote, bracket or digit may start the next record
-        if not maybe and _SOFT_RECORD.match(lines[i], _lead(lines[i])) and _RAISED.search(body):
+        if not maybe and _SOFT_RECORD.match(cur, _lead(cur)) and _RAISED.search(body):
             maybe = True  # a notice's record is not continued by a raised error without a wrap shown
         if maybe and _DANGLING.search(prev[-24:]):
             maybe = False  # the line stops where no message ends ("... to", "... pattern 4:")
@@ -241,7 +253,7 @@ def wrapped_groups(buf: bytes, lines: list[bytes] | None = None) -> tuple[dict[i
         if not clean and not (supports(i - 1, cut) or supports(i + 1, cut)):
             continue
         if end != i:
-            first, size = i, len(_trim(lines[i]))
+            first, size = i, len(_trim(line(i)))
         if size + grow > MAX_JOINED:
             first, end = -1, -1
             continue
@@ -278,22 +290,24 @@ def join_pieces(pieces: list[bytes], width: int) -> tuple[bytes, bytes | None]:
     return b"".join(spaced), (b"".join(glued) if cuts else None)
 
 
-def logical_lines(buf: bytes) -> list[tuple[int, int, int, bytes, bytes | None]]:
+def logical_lines(buf: bytes, lens: list[int] | None = None) -> list[tuple[int, int, int, bytes, bytes | None]]:
     """The logical lines of ``buf`` that join several physical ones, in order, as ``(start byte,
     end byte of the last piece, first line index, line, glued reading or None)``
-    (:func:`wrapped_groups`, :func:`join_pieces`); ``[]`` for a block with no wrapped line."""
-    lines = buf.split(b"\n")
-    groups, width = wrapped_groups(buf, lines)
+    (:func:`wrapped_groups`, :func:`join_pieces`); ``[]`` for a block with no wrapped line
+    (``lens``: the lengths of the block's lines, where the caller has split it already)."""
+    if lens is None:
+        lens = list(map(len, buf.split(b"\n")))
+    groups, width = wrapped_groups(buf, lens)
     if not groups:
         return []
     out = []
     pos, at = 0, 0
     for first in sorted(groups):
         last = groups[first]
-        pos += sum(map(len, lines[at:first])) + (first - at)
+        pos += sum(lens[at:first]) + (first - at)
         at = first
-        pieces = lines[first: last + 1]
-        end = pos + sum(map(len, pieces)) + len(pieces) - 1
+        end = pos + sum(lens[first: last + 1]) + (last - first)
+        pieces = buf[pos:end].split(b"\n")
         spaced, glued = join_pieces(pieces, width)
         out.append((pos, end, first, spaced, glued))
     return out

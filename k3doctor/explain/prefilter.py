@@ -440,11 +440,14 @@ class Prefilter:
             shape = ANSI_BYTES.sub(b"", shape)
         return tuple(d for d, f in zip(self._confirm, self._confirm_folded) if f in shape)
 
-    def candidates(self, buf: bytes) -> tuple[list[tuple[int, int, int]], int]:
+    def candidates(self, buf: bytes, folded: bytes | None = None, lines: list[bytes] | None = None
+                   ) -> tuple[list[tuple[int, int, int]], int]:
         """``(start, end, line index)`` of the lines of ``buf`` that carry an anchor, in order,
-        and the number of newlines in ``buf``."""
-        folded = fold(buf)
-        lines = folded.split(b"\n")
+        and the number of newlines in ``buf`` (``folded``, ``lines``: :func:`fold` of ``buf`` and
+        its split at newlines, where the caller has them)."""
+        if folded is None or lines is None:
+            folded = fold(buf)
+            lines = folded.split(b"\n")
         newlines = len(lines) - 1
         if self.every_line:
             return self._spans(lines, range(len(lines) - (not lines[-1]))), newlines

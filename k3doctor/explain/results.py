@@ -6,10 +6,13 @@ from __future__ import annotations
 import re
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .fallback import FallbackModel, MAX_LINES, Verdict, fallback_signature
 from .kb import Signature
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .split_scan import FileView
 
 __all__ = ["Match", "Report", "order"]
 
@@ -192,7 +195,7 @@ class _Aggregator:
             self.unexplained.append(item)
 
     def add(self, sig: Signature, values: dict[str, str], name: str, file_index: int,
-            line: int, text: str, buf: bytes, st: int, tail: bytes = b"", hard: bool = True) -> None:
+            line: int, text: str, buf: "bytes | FileView", st: int, tail: bytes = b"", hard: bool = True) -> None:
         m = self.by_id.get(sig.id)
         if m is not None and len(m.locations) >= MAX_LOCATIONS and (sig.id, name) in self.ts_seen \
                 and (len(m.evidence) >= 3 or name in m.files) and all(k in m.values for k in values):

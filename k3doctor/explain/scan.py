@@ -21,7 +21,8 @@ from typing import BinaryIO, Callable, Iterable, Sequence
 from .assemble import logical_lines
 from .fallback import FallbackModel, load_fallback
 from .kb import Signature, clean_line, load_kb
-from .prefilter import Prefilter, derive_anchors, required_literals
+from .prefilter import Prefilter, derive_anchors, fold, required_literals
+from .split_scan import SPLIT_MIN, FileView, Helper, usable_cpus
 from .results import MAX_LINE, MEMO_LINES, Match, Report, _Aggregator, _Hits, _Memo
 
 __all__ = ["Match", "Report", "Scanner", "explain_text", "explain_paths"]
@@ -170,14 +171,17 @@ class Scanner:
         self.scan_chunks(iter(lambda: stream.read(BLOCK), b""), name, agg, file_index, prefilter)
 
     def scan_chunks(self, chunks: Iterable[bytes | None], name: str, agg: "_Aggregator",
-                    file_index: int = 0, prefilter: bool = True) -> None:
-        """Scan byte blocks; ``None`` marks skipped bytes (a fresh line starts after it).
+                    file_index: int = 0, prefilter: bool = True, *, line_base: int = 1,
+                    tail: bytes = b"", final_carry: bool = True) -> tuple[int, bytes]:
+        """Scan byte blocks; ``None`` marks skipped bytes (a fresh line starts after it). Returns
+        the next line number and the end of the last block (``line_base`` and ``tail`` continue a
+        scan; ``final_carry=False`` leaves a final partial line unscanned, for the helper of
+        :mod:`.split_scan` that starts with it).
 
         A line longer than :data:`MAX_LINE` is scanned for its first :data:`MAX_LINE` bytes and the
         rest of it is skipped, so memory stays at one block plus one capped line."""
         carry = b""
-        tail = b""  # the end of the previous block: context for the next block's first lines
-        line_base = 1
+        # tail: the end of the previous block, context for the next block's first lines
         skipping = False  # inside the rest of a cut line, or the partial line after a skip
         # the last whole-line block is scanned when the next one comes, so that a last line with
         # no newline (pasted text) is assembled with the lines before it (a wrapped last line)
@@ -223,7 +227,8 @@ class Scanner:
                 continue
             flush()
             pending, carry = buf[: cut + 1], buf[cut + 1:]
-        flush(carry)
+        flush(carry if final_carry else b"")
+        return line_base, tail
 
     def _matches(self, text: str, ctx: Callable[[], str], memo: "_Memo",
                  alt: str | None = None) -> tuple[_Hits, bool]:
@@ -259,14 +264,15 @@ class Scanner:
             memo[key] = (hits, hard)
         return hits, hard
 
-    def _assembled(self, buf: bytes, spans: list[tuple[int, int, int]], prefilter: bool
+    def _assembled(self, buf: bytes, spans: list[tuple[int, int, int]], prefilter: bool,
+                   lens: list[int] | None = None
                    ) -> tuple[list[tuple[int, int, int]], dict[int, tuple[bytes, bytes | None]]]:
         """``spans`` with the physical lines of each wrapped line replaced by the logical line
         (:mod:`.assemble`), and the logical lines by their first line index: ``(line, glued
         reading or None)``. In log mode a logical line is examined when one of its pieces is a
         candidate or the joined text carries an anchor (one cut in two by the wrap), so both modes
         examine every logical line that can matter and give the same answer."""
-        joined = logical_lines(buf)
+        joined = logical_lines(buf, lens)
         if not joined:
             return spans, {}
         # pieces of a logical line: the index range first..last (a piece holds no newline)
@@ -285,8 +291,30 @@ class Scanner:
 
     def _scan_block(self, buf: bytes, name: str, file_index: int, line_base: int,
                     agg: "_Aggregator", prefilter: bool, tail: bytes = b"") -> int:
-        physical, newlines = self.prefilter.candidates(buf) if prefilter else self._all_spans(buf)
-        spans, joined = self._assembled(buf, physical, prefilter)
+        spans, joined, newlines = self._stage1(buf, prefilter)
+        return self._stage2(buf, tail, spans, joined, newlines, buf.endswith(b"\n"),
+                            (name, file_index, line_base), agg)
+
+    def _stage1(self, buf: bytes, prefilter: bool) -> tuple[
+            list[tuple[int, int, int]], dict[int, tuple[bytes, bytes | None]], int]:
+        """The candidate spans of a block (wrapped lines rejoined), the rejoined lines by their
+        first line index, and the block's newline count (:mod:`.split_scan` runs this in a child)."""
+        if not prefilter:
+            physical, newlines = self._all_spans(buf)
+            spans, joined = self._assembled(buf, physical, prefilter)
+            return spans, joined, newlines
+        folded = fold(buf)
+        lines = folded.split(b"\n")  # (one split: the lengths serve line assembly as well)
+        physical, newlines = self.prefilter.candidates(buf, folded, lines)
+        spans, joined = self._assembled(buf, physical, prefilter, list(map(len, lines)))
+        return spans, joined, newlines
+
+    def _stage2(self, buf: "bytes | FileView", tail: bytes, spans: list[tuple[int, int, int]],
+                joined: dict[int, tuple[bytes, bytes | None]], newlines: int, ends_nl: bool,
+                where: tuple[str, int, int], agg: "_Aggregator") -> int:
+        """Examine a block's candidate spans (``buf``: the block, or a :class:`FileView` of it);
+        returns the line number after the block."""
+        name, file_index, line_base = where
         memo = agg.memo
         last_raw, text = b"", ""
         alt: str | None = None
@@ -315,12 +343,12 @@ class Scanner:
                     continue
                 agg.examined += 1
             self._examine(text, ctx, memo, agg, (name, file_index, line), (buf, st, tail), alt)
-        total = line_base + newlines + (0 if buf.endswith(b"\n") else 1)
+        total = line_base + newlines + (0 if ends_nl else 1)
         agg.lines += total - line_base
         return total
 
     def _examine(self, text: str, ctx: Callable[[], str], memo: "_Memo", agg: "_Aggregator",
-                 where: tuple[str, int, int], at: tuple[bytes, int, bytes], alt: str | None = None) -> None:
+                 where: tuple[str, int, int], at: "tuple[bytes | FileView, int, bytes]", alt: str | None = None) -> None:
         name, file_index, line = where
         hits, hard = self._matches(text, ctx, memo, alt)
         for sig, values in hits:
@@ -354,10 +382,50 @@ class Scanner:
         self._examine_deferred(agg)
         return agg.report([name], time.perf_counter() - t0, self.fallback)
 
+    def _helper(self, fd: int, span: tuple[int, int] | None, jobs: int | None) -> Helper | None:
+        """A forked stage-1 helper for the second half of a large whole file (:mod:`.split_scan`),
+        where two CPUs are there to use (``jobs``: None decides, 1 never, 2 whenever possible)."""
+        if span is None or self.prefilter.every_line or not hasattr(os, "fork"):
+            return None
+        if jobs is None and (span[1] - span[0] < SPLIT_MIN or usable_cpus() < 2):
+            return None
+        return Helper.start(self, fd, *span)
+
+    def _scan_split(self, fd: int, where: tuple[str, int], agg: "_Aggregator", helper: Helper, end: int) -> None:
+        """The first half here, the second half's candidates from ``helper`` (stage 2 here, in file
+        order); where the helper stopped early, the rest here as well."""
+        from . import source
+
+        name, file_index = where
+        head = source.range_chunks(fd, name, os.lseek(fd, 0, os.SEEK_CUR), helper.split_at)
+        try:
+            line_base, tail = self.scan_chunks(_draining(head, helper), name, agg, file_index,
+                                               final_carry=False)
+            counted, done = helper.split_at, -1
+            for blk in helper.blocks():
+                agg.bytes += blk.end - max(counted, blk.offset)
+                counted, done = max(counted, blk.end), blk.end
+                if agg.progress is not None:
+                    agg.progress(agg.bytes)
+                view = FileView(fd, blk.offset, blk.length)
+                line_base = self._stage2(view, tail, blk.spans, blk.joined, blk.newlines, view[-1:] == b"\n",
+                                         (name, file_index, line_base), agg)
+                tail = view[-CONTEXT_BYTES:]
+            if helper.stopped is not None:  # the rest here, from the end of the last block it sent
+                resume = done if done >= 0 else helper.split_at - len(_carry_before(fd, helper.split_at))
+                agg.bytes -= counted - resume
+                self.scan_chunks(source.range_chunks(fd, name, resume, end), name, agg, file_index,
+                                 line_base=line_base, tail=tail)
+        finally:
+            helper.close()
+
     def explain_files(self, paths: Iterable[str], prefilter: bool = True,
-                      progress: Callable[[int], None] | None = None) -> Report:
+                      progress: Callable[[int], None] | None = None, jobs: int | None = None) -> Report:
         """Scan log files (``-``: stdin) under the caps of :mod:`.source`;
-        ``progress(bytes_read_so_far)`` is called after every block. A file that cannot be read
+        ``progress(bytes_read_so_far)`` is called after every block. ``jobs``: 1 scans each file in
+        this process; 2 lets a forked helper run stage 1 on a file's second half
+        (:mod:`.split_scan`; the report is the same); None does that for a file of at least
+        :data:`~.split_scan.SPLIT_MIN` bytes when two CPUs are free. A file that cannot be read
         raises :class:`~k3doctor.boundedio.BoundedReadError` (one line, names the file)."""
         from . import source
 
@@ -374,11 +442,29 @@ class Scanner:
             fd = source.open_log(p)
             names.append(p)
             try:
-                self.scan_chunks(source.log_chunks(fd, p, agg.notes), p, agg, i, prefilter)
+                span = source.whole_range(fd) if prefilter and jobs != 1 else None
+                helper = self._helper(fd, span, jobs)
+                if helper is None or span is None:
+                    self.scan_chunks(source.log_chunks(fd, p, agg.notes), p, agg, i, prefilter)
+                else:
+                    self._scan_split(fd, (p, i), agg, helper, span[1])
             finally:
                 os.close(fd)
         self._examine_deferred(agg)
         return agg.report(names, time.perf_counter() - t0, self.fallback)
+
+
+def _draining(chunks: Iterable[bytes | None], helper: Helper) -> Iterable[bytes | None]:
+    """``chunks``, taking what the helper wrote between them (it never waits on a full pipe)."""
+    for chunk in chunks:
+        helper.drain()
+        yield chunk
+
+
+def _carry_before(fd: int, split: int) -> bytes:
+    """The partial line that ends at ``split`` (after the last newline of the block before it)."""
+    prev = os.pread(fd, BLOCK, split - BLOCK)
+    return prev[prev.rfind(b"\n") + 1:]
 
 
 def _union(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
@@ -400,6 +486,8 @@ def explain_text(text: str, name: str = "<text>") -> Report:
     return _scanner().explain_bytes(text.encode("utf-8", "surrogateescape"), name, prefilter=False)
 
 
-def explain_paths(paths: Iterable[str], progress: Callable[[int], None] | None = None) -> Report:
-    """Recognise failures in log files (streamed, prefiltered)."""
-    return _scanner().explain_files(paths, prefilter=True, progress=progress)
+def explain_paths(paths: Iterable[str], progress: Callable[[int], None] | None = None,
+                  jobs: int | None = None) -> Report:
+    """Recognise failures in log files (streamed, prefiltered; ``jobs``: see
+    :meth:`Scanner.explain_files`)."""
+    return _scanner().explain_files(paths, prefilter=True, progress=progress, jobs=jobs)

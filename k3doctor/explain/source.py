@@ -25,6 +25,7 @@ import os
 import stat
 import sys
 from collections import deque
+from itertools import islice
 from collections.abc import Iterator
 
 from ..boundedio import LIMITS, BoundedReadError, iter_chunks, open_fd
@@ -181,6 +182,26 @@ def _range_chunks(fd: int, name: str, begin: int, end: int, holes: list[int]) ->
         pos = b
     if end > pos:
         holes[0] += end - pos
+
+
+def whole_range(fd: int) -> tuple[int, int] | None:
+    """``(begin, end)`` of a regular file that :func:`log_chunks` reads whole, as one run of data
+    with no hole in it, else None (the file offset is left at ``begin``)."""
+    size = _sized_file(fd)
+    if size is None:
+        return None
+    begin = os.lseek(fd, 0, os.SEEK_CUR)
+    try:
+        if not 0 < size - begin <= FILE_CAP:
+            return None
+        return (begin, size) if list(islice(_data_extents(fd, begin, size), 2)) == [(begin, size)] else None
+    finally:
+        os.lseek(fd, begin, os.SEEK_SET)
+
+
+def range_chunks(fd: int, name: str, begin: int, end: int) -> Iterator[bytes | None]:
+    """The blocks of ``[begin, end)`` of a file with no holes there (:func:`whole_range`)."""
+    yield from _range_chunks(fd, name, begin, end, [0])
 
 
 def _file_chunks(fd: int, name: str, size: int, notes: list[str]) -> Iterator[bytes | None]:

@@ -1,0 +1,145 @@
+"""``explain --log`` with a forked stage-1 helper on the second half of a file gives the report a
+one-process scan gives (k3doctor/explain/split_scan.py), and takes the rest back when the helper
+stops early."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from k3doctor.explain import split_scan
+from k3doctor.explain.scan import BLOCK, Scanner
+
+from benchmarks.bench_explain import NORMAL, PLANTED, SCATTERED, SPRINKLE, _fill
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork on this platform")
+
+SCANNER = Scanner()
+WRAPPED = ("RuntimeError: CUDA error: an illegal memory access was encountered. CUDA kernel errors "
+           "might be asynchronously reported at some other API call, so the stacktrace below might be "
+           "incorrect. For debugging consider passing CUDA_LAUNCH_BLOCKING=1")
+
+
+def summary(report) -> tuple:  # type: ignore[no-untyped-def]
+    return ([(m.sig.id, m.count, m.first_file, m.first_line, m.excerpt, dict(m.values), list(m.locations),
+              list(m.evidence), m.ts, m.confidence) for m in report.matches],
+            report.lines_scanned, report.bytes_scanned, report.candidate_lines, report.notes)
+
+
+def _log(path: Path, size: int, seed: int, extra: dict[int, bytes] | None = None) -> Path:
+    """About ``size`` bytes of engine log; ``extra``: bytes put in at (about) these offsets."""
+    rnd = random.Random(seed)
+    out = bytearray()
+    todo = sorted((extra or {}).items())
+    while len(out) < size:
+        if todo and len(out) >= todo[0][0]:
+            out += todo.pop(0)[1]
+        x = rnd.random()
+        tpl = rnd.choice(SCATTERED if x < 0.001 else SPRINKLE if x < 0.005 else NORMAL)
+        out += (_fill(tpl, rnd) + "\n").encode()
+    out += (_fill(PLANTED[1], rnd) + "\n").encode()
+    path.write_bytes(bytes(out))
+    return path
+
+
+def _same(path: Path) -> None:
+    one = SCANNER.explain_files([str(path)], jobs=1)
+    two = SCANNER.explain_files([str(path)], jobs=2)
+    assert summary(two) == summary(one)
+    assert one.matches and one.matches[0].sig.id == "torch-cuda-oom"
+
+
+def test_a_split_scan_gives_the_one_process_report(tmp_path: Path) -> None:
+    _same(_log(tmp_path / "a.log", 3 * BLOCK + 12345, 1))
+
+
+def test_wrapped_lines_a_long_line_and_no_final_newline_around_the_split(tmp_path: Path) -> None:
+    wrapped = "\n".join(WRAPPED[i:i + 80] for i in range(0, len(WRAPPED), 80)).encode() + b"\n"
+    long_line = b"INFO " + b"x" * (BLOCK // 3) + b" CUDA error: out of memory\n"
+    path = _log(tmp_path / "b.log", 4 * BLOCK, 2, {BLOCK * 2 - 100: wrapped, BLOCK * 2 - 50: long_line,
+                                                   BLOCK * 3 + 7: wrapped})
+    with open(path, "ab") as f:
+        f.write(b"[rank3]: NCCL WARN Net : Connection closed by remote peer")  # no newline at the end
+    _same(path)
+
+
+def test_a_line_longer_than_max_line_after_the_split_is_taken_back(tmp_path: Path) -> None:
+    huge = b"INFO " + b"y" * (split_scan.MAX_LINE + BLOCK) + b"\n"
+    _same(_log(tmp_path / "c.log", 4 * BLOCK, 3, {BLOCK * 3: huge}))
+
+
+def test_a_helper_that_dies_is_taken_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _log(tmp_path / "d.log", 3 * BLOCK, 4)
+    one = SCANNER.explain_files([str(path)], jobs=1)
+
+    def dies(*_a: object) -> None:
+        os._exit(0)
+
+    monkeypatch.setattr(split_scan, "_child", dies)
+    two = SCANNER.explain_files([str(path)], jobs=2)
+    assert summary(two) == summary(one)
+
+
+def test_a_helper_over_its_candidate_budget_hands_back_the_rest(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _log(tmp_path / "e.log", 3 * BLOCK, 5)
+    one = SCANNER.explain_files([str(path)], jobs=1)
+    monkeypatch.setattr(split_scan, "MAX_SPANS", 10)  # (the child is forked: it sees this too)
+    two = SCANNER.explain_files([str(path)], jobs=2)
+    assert summary(two) == summary(one)
+
+
+def test_small_files_and_one_cpu_are_scanned_in_one_process(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _log(tmp_path / "f.log", 3 * BLOCK, 6)
+    forks: list[int] = []
+    real = split_scan.Helper.start
+
+    def counted(*a, **k):  # type: ignore[no-untyped-def]
+        forks.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(split_scan.Helper, "start", counted)
+    SCANNER.explain_files([str(path)])  # auto: 12 MiB is under SPLIT_MIN
+    monkeypatch.setattr(split_scan, "SPLIT_MIN", 1 << 20)
+    monkeypatch.setattr("k3doctor.explain.scan.SPLIT_MIN", 1 << 20)
+    monkeypatch.setattr("k3doctor.explain.scan.usable_cpus", lambda: 1)
+    SCANNER.explain_files([str(path)])
+    assert forks == []
+    monkeypatch.setattr("k3doctor.explain.scan.usable_cpus", lambda: 2)
+    SCANNER.explain_files([str(path)])
+    assert forks == [1]
+
+
+def test_no_helper_process_is_left_behind(tmp_path: Path) -> None:
+    """The command forks, scans and reaps: no zombie or orphan stays (checked from a fresh process
+    that lists its own children afterwards)."""
+    path = _log(tmp_path / "g.log", 3 * BLOCK, 7)
+    code = ("import os, sys\nfrom k3doctor.explain.scan import Scanner\n"
+            f"Scanner().explain_files([{str(path)!r}], jobs=2)\n"
+            "kids = [d for d in os.listdir('/proc') if d.isdigit() and "
+            "open(f'/proc/{d}/stat').read().split(')')[1].split()[1] == str(os.getpid())]\n"
+            "print(len(kids))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"
+
+
+def test_the_cli_takes_jobs(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from k3doctor.cli import main
+
+    path = _log(tmp_path / "h.log", 2 * BLOCK + 999, 8)
+    runs = [CliRunner().invoke(main, ["explain", "--log", str(path), "--jobs", j, "--format", "json"])
+            for j in ("1", "2")]
+    assert runs[0].exit_code == runs[1].exit_code == 0
+    assert runs[0].output.replace(" ", "") .split('"elapsed')[0] == runs[1].output.replace(" ", "").split('"elapsed')[0]
+    bad = CliRunner().invoke(main, ["explain", "--log", str(path), "--jobs", "3"])
+    assert bad.exit_code == 2
