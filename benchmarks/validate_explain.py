@@ -131,7 +131,7 @@ def pct(a: int, b: int) -> str:
     return f"{a}/{b} ({100 * a / b:.1f}%)" if b else "-"
 
 
-def score_sample(paths: list[Path], projects: bool = False) -> int:
+def score_sample(paths: list[Path], projects: bool = False, by_split: bool = False) -> int:
     """Top-1 (text and log mode) and benign alarms of freshly collected rows, as counts only."""
     rows: list[dict] = []
     for path in paths:
@@ -154,7 +154,37 @@ def score_sample(paths: list[Path], projects: bool = False) -> int:
         print("      by category: " + ", ".join(f"{c} {hit[c]}/{n}" for c, n in sorted(per.items())))
         if projects:
             print_by_project(f"{mode} by project", by_project(scanner, errors, mode == "log"))
+        if by_split:
+            print_by_split(scanner, errors, benign, mode == "log")
     return 0
+
+
+def print_by_split(scanner: Scanner, errors: list[dict], benign: list[dict], log_mode: bool) -> None:
+    """Top-1 and benign alarms of sample rows per split of the rebuilt corpus (counts only: the
+    split of each row is looked up by row id in errors.jsonl / benign.jsonl, so run
+    ``python -m fixtures.errors.build_corpus`` first; a row the build dropped as a verbatim
+    duplicate of an existing excerpt is counted as ``dropped``)."""
+    from fixtures.errors.build_corpus import row_id
+
+    split_of = {r["id"]: r["split"] for r in load("errors.jsonl") + load("benign.jsonl")}
+    hit: Counter = Counter()
+    n: Counter = Counter()
+    silent: Counter = Counter()
+    for r in errors:
+        s = split_of.get(row_id(r["source"], r["excerpt"]), "dropped")
+        cat, _sid, _conf = top1(scanner, r["excerpt"], log_mode)
+        n[s] += 1
+        hit[s] += cat == r["expected_category"]
+        silent[s] += cat is None
+    bn: Counter = Counter()
+    bf: Counter = Counter()
+    for r in benign:
+        s = split_of.get(row_id(r["source"], r["excerpt"]), "dropped")
+        bn[s] += 1
+        bf[s] += bool(alarms(scanner, r["excerpt"], log_mode))
+    print("      by split: " + ", ".join(
+        f"{s} top-1 {pct(hit[s], n[s])} silent {silent[s]}" for s in ("dev", "heldout", "dropped") if n[s])
+        + "; benign alarms " + ", ".join(f"{s} {bf[s]}/{bn[s]}" for s in ("dev", "heldout", "dropped") if bn[s]))
 
 
 def score_framings(log_check: bool = False) -> int:
@@ -250,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
                          "scored before anyone looks at its misses")
     ap.add_argument("--by-project", action="store_true",
                     help="also print top-1 per source project (counts only, signatures + fallback)")
+    ap.add_argument("--by-split", action="store_true",
+                    help="with --sample: top-1 and benign alarms per split of the rebuilt corpus (counts only)")
     ap.add_argument("--framings", action="store_true",
                     help="answers kept under each framing/wrap of fixtures/errors/framings.py (counts)")
     ap.add_argument("--log-check", action="store_true", help="with --framings: also count rows whose "
@@ -262,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.ordering:
         return score_ordering(args.misses)
     if args.sample:
-        return score_sample([Path(p) for p in args.sample], projects=args.by_project)
+        return score_sample([Path(p) for p in args.sample], projects=args.by_project, by_split=args.by_split)
     errors, benign = load("errors.jsonl"), load("benign.jsonl")
     results: dict = {}
     t0 = time.perf_counter()

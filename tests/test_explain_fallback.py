@@ -34,6 +34,12 @@ def matches(text: str, prefilter: bool = False):
     "use_cache=True is incompatible with gradient checkpointing. Setting use_cache=False...",
     "[2026-01-30 20:54:50 PP0 TP1] Ignore import error when loading sglang.srt.models.x: No module named 'cuda'",
     "WARNING 02-06 00:09:43 arg_utils.py:1019] [DEPRECATED] Block manager v1 has been removed; the flag is deprecated!",
+    # near misses of the round-9 hard markers (undefined symbol, OOM): the words in a notice, or
+    # the title without them
+    "INFO 05-14 04:44:37 [loader.py:12] resolved the undefined symbol table from the cache",
+    "INFO 05-14 04:44:37 [gpu_worker.py:492] If OOM'ed, check the difference of initial free memory",
+    "[Bug] main branch fail to start due to sgl-kernel import",
+    "[Bug]: slow decoding during sampler warmup with DeepSeek-V3.2 (DeepGEMM) on vLLM Nightly",
 ])
 @pytest.mark.parametrize("prefilter", [False, True])
 def test_a_notice_alone_is_not_reported_as_an_error(line, prefilter):
@@ -100,6 +106,20 @@ def test_a_line_that_names_its_failure_gets_a_fallback_verdict(line, prefilter):
     assert SCANNER.fallback is not None and SCANNER.fallback.is_hard_error_line(line)
     ms = matches(line, prefilter)
     assert ms and ms[0].sig.id.startswith(FALLBACK_PREFIX), [m.sig.id for m in ms]
+
+
+# Round 9 (development rows of sgl-project/sglang#7033 and vllm-project/vllm#30637): a failed
+# dynamic link and an out-of-memory named by its abbreviation are hard, as titles and retellings
+# put them; their near misses are in test_a_notice_alone_is_not_reported_as_an_error.
+@pytest.mark.parametrize(("line", "category"), [
+    ("[Bug] main branch fail to start due to sgl-kernel undefined symbol", "version"),
+    ("[Bug]: CUDA OOM during sampler warmup with DeepSeek-V3.2 (DeepGEMM) on vLLM Nightly (V1 Engine)", "memory"),
+])
+@pytest.mark.parametrize("prefilter", [False, True])
+def test_an_undefined_symbol_or_an_oom_names_its_failure(line, category, prefilter):
+    assert SCANNER.fallback is not None and SCANNER.fallback.is_hard_error_line(line)
+    ms = matches(line, prefilter)
+    assert ms and ms[0].sig.category == category, [m.sig.id for m in ms]
 
 
 def test_the_fallback_quotes_the_first_hard_line_not_the_first_error_line():
