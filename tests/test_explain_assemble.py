@@ -143,3 +143,27 @@ def test_a_notice_does_not_swallow_the_error_after_it() -> None:
     assert groups == {}, groups
     matches = Scanner().explain_bytes(text.encode()).matches
     assert matches and not matches[0].benign, [(m.sig.id, m.benign) for m in matches]
+
+
+def test_a_benign_line_at_the_wrap_width_does_not_swallow_the_error_under_it() -> None:
+    """Two records read as one wrapped line (a wrapped benign notice reaches the block's width, the
+    error line under it starts like a message) must not make the error vanish behind the benign
+    reading: the pieces are read one by one instead."""
+    from k3doctor.explain.scan import Scanner
+
+    head = ("WARNING 03-01 10:00:00 [custom_all_reduce.py:137] Custom allreduce is disabled because this "
+            "process group spans across")
+    rest = "nodes and the communicator falls back to NCCL for every all-reduce on this rank of the group!!"
+    rest += "x" * (len(head) - len(rest) - 2)
+    error = "[Bug] vllm only builds sm_120, not sm_121 on DGX Spark"
+    text = f"{head}\n{rest}\n{error}\n{head}\n{rest}"
+    assert wrapped_groups(text.encode())[0] == {0: 2, 3: 4}  # the error line is taken into the notice
+    got = Scanner().explain_bytes(text.encode(), prefilter=True)
+    assert [m.sig.id for m in got.matches] == ["arch-missing-from-build", "custom-allreduce-disabled"]
+
+
+def test_a_failed_equality_check_does_not_continue_a_notice() -> None:
+    text = ("WARNING 03-01 10:00:00 [fused_moe.py:99] Using default MoE config. Performance might be "
+            "sub-optimal! Config file not found at /x.json\n"
+            "expert_indices.size(1) == args->top_k (1 vs. 6) : expert_indices dim1 must match top_k.")
+    assert logical_lines(text.encode()) == []

@@ -105,8 +105,9 @@ _DANGLING = re.compile(rb"(?:[:-]|\b(?:WARN(?:ING)?|ERROR|INFO|DEBUG|FATAL|CRITI
 _FRAME_DONE = re.compile(rb"\", line \d|\(most recent call")
 #: a record at an informational level (its prefix and level word within its first 120 bytes)
 _SOFT_RECORD = re.compile(rb"[^\n]{0,120}?\b(?:INFO|WARN(?:ING)?|DEBUG|NOTICE)\b")
-#: an exception raised in a line: ``RuntimeError:``, ``torch.OutOfMemoryError:``
-_RAISED = re.compile(rb"\b[A-Za-z_][\w.]{0,120}(?:Error|Exception):")
+#: an exception raised in a line: ``RuntimeError:``, ``torch.OutOfMemoryError:``; or a failed
+#: equality check, which prints both sides (``x.size(1) == top_k (1 vs. 6)``: TORCH_CHECK_EQ)
+_RAISED = re.compile(rb"\b[A-Za-z_][\w.]{0,120}(?:Error|Exception):|==[^\n]{1,120}?\(-?\w{1,40} vs\. -?\w{1,40}\)")
 
 
 def _trim(line: bytes) -> bytes:

@@ -33,6 +33,7 @@ BLOCK = 4 << 20          # bytes read per block
 MAX_EXAMINED = 20_000
 LINE_CAP = 16 << 10      # characters of one line handed to stage 2
 CONTEXT_BYTES = 16 << 10  # how far back a signature's ``context`` regex may look
+MAX_SEAMS = 32           # seams of one rejoined line tried for two records (:meth:`Scanner._two_records`)
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 
@@ -337,6 +338,10 @@ class Scanner:
                 before = buf[lo:st] if lo > 0 or not tail else tail[-(CONTEXT_BYTES - st):] + buf[:st]
                 return strip_ansi(before.decode("utf-8", "replace"))
 
+            sides = self._two_records(buf[st:en], text, ctx, memo, alt) if got is not None else None
+            if sides is not None:
+                self._examine_apart(sides, (buf, st, tail), (name, file_index, line), agg)
+                continue
             if (text if alt is None else f"{text}\0{alt}") not in memo:
                 if agg.examined >= MAX_EXAMINED:
                     agg.defer((text, name, file_index, line, buf[st:en], alt))
@@ -346,6 +351,50 @@ class Scanner:
         total = line_base + newlines + (0 if ends_nl else 1)
         agg.lines += total - line_base
         return total
+
+    def _two_records(self, raw: bytes, text: str, ctx: Callable[[], str], memo: "_Memo",
+                     alt: str | None) -> list[tuple[int, int, str]] | None:
+        """A rejoined line that reads benign but is two records: at some seam, one side read alone
+        is an error a signature names and the other a benign line a signature names (a benign line
+        at the wrap width with an error line under it, or the reverse). A benign reading must not
+        hide the error, so the two sides are examined apart: ``[(piece index, byte offset, text)]``.
+        A wrapped notice whose pieces say nothing alone stays one line."""
+        hits, _hard = self._matches(text, ctx, memo, alt)
+        if not hits or not all(s.benign for s, _ in hits):
+            return None
+        pieces = raw.split(b"\n")
+        if len(pieces) > MAX_SEAMS + 1:
+            return None
+        texts = [_decode(p).strip() for p in pieces]
+        best: tuple[int, int] | None = None  # (seam, how little of the error side is kept)
+        for j in range(1, len(pieces)):
+            got = (self._reads(" ".join(texts[:j])), self._reads(" ".join(texts[j:])))
+            if set(got) == {"error", "benign"}:  # the tightest error side: its own record only
+                size = j if got[0] == "error" else len(pieces) - j
+                if best is None or size < best[1]:
+                    best = (j, size)
+        if best is None:
+            return None
+        j = best[0]
+        return [(0, 0, " ".join(texts[:j])), (j, sum(map(len, pieces[:j])) + j, " ".join(texts[j:]))]
+
+    def _reads(self, text: str) -> str | None:
+        hits = self.match_line(text)
+        return None if not hits else "benign" if all(s.benign for s, _ in hits) else "error"
+
+    def _examine_apart(self, sides: list[tuple[int, int, str]], at: "tuple[bytes | FileView, int, bytes]",
+                       where: tuple[str, int, int], agg: "_Aggregator") -> None:
+        """Examine the sides of a line :meth:`_two_records` took apart, each as a line of its own."""
+        buf, st, tail = at
+        name, file_index, line = where
+        for k, off, text in sides:
+            def ctx(pos: int = st + off) -> str:
+                lo = max(0, pos - CONTEXT_BYTES)
+                before = buf[lo:pos] if lo > 0 or not tail else tail[-(CONTEXT_BYTES - pos):] + buf[:pos]
+                return strip_ansi(before.decode("utf-8", "replace"))
+
+            agg.examined += 1
+            self._examine(text, ctx, agg.memo, agg, (name, file_index, line + k), (buf, st + off, tail))
 
     def _examine(self, text: str, ctx: Callable[[], str], memo: "_Memo", agg: "_Aggregator",
                  where: tuple[str, int, int], at: "tuple[bytes | FileView, int, bytes]", alt: str | None = None) -> None:
