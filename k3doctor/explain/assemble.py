@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import re
 from itertools import accumulate, compress, count
+from operator import not_
 
 __all__ = ["wrapped_groups", "join_pieces", "logical_lines", "MIN_WIDTH", "SLACK", "MAX_JOINED"]
 
@@ -157,13 +158,19 @@ class _Lines:
     """Line ``i`` of a block, sliced out when asked for (the lengths are known: the scanner has
     split the block already), so a block with few full lines is not split a second time."""
 
-    def __init__(self, buf: bytes, lens: list[int]) -> None:
+    def __init__(self, buf: bytes, lens: list[int], ends: list[int] | None = None) -> None:
         self.buf, self.lens = buf, lens
-        self.ends = list(accumulate(lens))  # (line i starts at ends[i] - lens[i] + i)
+        #: the running sum of ``lens`` (line i starts at ends[i] - lens[i] + i)
+        self.ends = list(accumulate(lens)) if ends is None else ends
 
     def __call__(self, i: int) -> bytes:
         end = self.ends[i] + i
         return self.buf[end - self.lens[i]: end]
+
+    def many(self, idx: list[int]) -> list[bytes]:
+        """Lines ``idx``, in that order."""
+        buf, lens, ends = self.buf, self.lens, self.ends
+        return [buf[ends[i] + i - lens[i]: ends[i] + i] for i in idx]
 
 
 def _line_of(buf: bytes, offsets: list[int]) -> list[int]:
@@ -176,7 +183,8 @@ def _line_of(buf: bytes, offsets: list[int]) -> list[int]:
     return out
 
 
-def wrapped_groups(buf: bytes, lens: list[int] | None = None) -> tuple[dict[int, int], int]:
+def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | None = None
+                   ) -> tuple[dict[int, int], int]:
     """``({first: last}, width)``: the line indices (0-based, as ``buf.split(b"\\n")``) of every run
     of physical lines of ``buf`` that form one logical line (lines in no run stand alone), and the
     block's wrap width (``lens``: the lengths of those lines, where the caller has them)."""
@@ -184,7 +192,7 @@ def wrapped_groups(buf: bytes, lens: list[int] | None = None) -> tuple[dict[int,
         lens = list(map(len, buf.split(b"\n")))
     if len(lens) < 2:
         return {}, 0
-    line = _Lines(buf, lens)
+    line = _Lines(buf, lens, ends)
     top = max(lens)
     if top < MIN_WIDTH:
         return {}, 0
@@ -202,18 +210,21 @@ def wrapped_groups(buf: bytes, lens: list[int] | None = None) -> tuple[dict[int,
         starts = [m.start() + 1 for m in _LONG_NEXT.finditer(buf)]
         full.update(i - 1 for i in _line_of(buf, starts) if lens[i - 1] >= low)
     full.discard(last)
-    if len(full) > _MANY:  # a line printed again (every rank, every retry) is a record of its own
-        full = {i for i in sorted(full) if line(i) != line(i + 1)}
+    order = sorted(full)
+    curs, nxts = line.many(order), line.many([i + 1 for i in order])
+    # a line printed again (every rank, every retry) is a record of its own: with many full lines,
+    # those equal to the next one do not count towards a wrap width either
+    counted = [k for k in range(len(order)) if curs[k] != nxts[k]] if len(full) > _MANY else range(len(order))
     # each seam: line i continues into line i + 1; (clean: the next line starts like no record,
     # cut: line i is exactly the width, fold's cut)
     seams: dict[int, tuple[int, bool, bool]] = {}
     record = _RECORD.match
     # one line alone reaching near the width shows no wrap width (an unwrapped paste's longest line
     # reaches its own length): after it, only a line starting in lower case continues it outright
-    alone = len(full) < 2 or sum(1 for i in full if lens[i] >= width - SLACK) < 2
-    for i in sorted(full):
-        cur, nxt = line(i), line(i + 1)
-        if nxt == cur or record(nxt):
+    alone = len(counted) < 2 or sum(1 for k in counted if lens[order[k]] >= width - SLACK) < 2
+    for k in compress(range(len(order)), map(not_, map(record, nxts))):
+        i, cur, nxt = order[k], curs[k], nxts[k]
+        if nxt == cur:
             continue  # (a line printed again, on every rank or retry, is a record of its own)
         body = nxt[_lead(nxt):]
         if record(body) or (body[:2] == b"- " and cur[_lead(cur):][:2] == b"- "):
@@ -291,14 +302,16 @@ def join_pieces(pieces: list[bytes], width: int) -> tuple[bytes, bytes | None]:
     return b"".join(spaced), (b"".join(glued) if cuts else None)
 
 
-def logical_lines(buf: bytes, lens: list[int] | None = None) -> list[tuple[int, int, int, bytes, bytes | None]]:
+def logical_lines(buf: bytes, lens: list[int] | None = None, ends: list[int] | None = None
+                  ) -> list[tuple[int, int, int, bytes, bytes | None]]:
     """The logical lines of ``buf`` that join several physical ones, in order, as ``(start byte,
     end byte of the last piece, first line index, line, glued reading or None)``
     (:func:`wrapped_groups`, :func:`join_pieces`); ``[]`` for a block with no wrapped line
-    (``lens``: the lengths of the block's lines, where the caller has split it already)."""
+    (``lens``, ``ends``: the lengths of the block's lines and their running sum, where the caller
+    has split it already)."""
     if lens is None:
         lens = list(map(len, buf.split(b"\n")))
-    groups, width = wrapped_groups(buf, lens)
+    groups, width = wrapped_groups(buf, lens, ends)
     if not groups:
         return []
     out = []

@@ -440,24 +440,26 @@ class Prefilter:
             shape = ANSI_BYTES.sub(b"", shape)
         return tuple(d for d, f in zip(self._confirm, self._confirm_folded) if f in shape)
 
-    def candidates(self, buf: bytes, folded: bytes | None = None, lines: list[bytes] | None = None
-                   ) -> tuple[list[tuple[int, int, int]], int]:
+    def candidates(self, buf: bytes, folded: bytes | None = None, lines: list[bytes] | None = None,
+                   ends: list[int] | None = None) -> tuple[list[tuple[int, int, int]], int]:
         """``(start, end, line index)`` of the lines of ``buf`` that carry an anchor, in order,
-        and the number of newlines in ``buf`` (``folded``, ``lines``: :func:`fold` of ``buf`` and
-        its split at newlines, where the caller has them)."""
+        and the number of newlines in ``buf`` (``folded``, ``lines``, ``ends``: :func:`fold` of
+        ``buf``, its split at newlines and the running sum of their lengths, where the caller has
+        them)."""
         if folded is None or lines is None:
             folded = fold(buf)
             lines = folded.split(b"\n")
+            ends = None
         newlines = len(lines) - 1
         if self.every_line:
-            return self._spans(lines, range(len(lines) - (not lines[-1]))), newlines
+            return self._spans(lines, range(len(lines) - (not lines[-1])), ends), newlines
         new = self._clean.missing(set(lines))
         if not new:
             return [], newlines
         if 4 * len(new) > len(lines):  # mostly new shapes: de-duplication does not pay
             binary = folded.count(b"\x00") * 512 > len(folded)  # text logs hold no NUL bytes
             hit, digit = self._hits(folded, binary, folded)
-            spans = self._spans(lines, sorted(hit | digit))
+            spans = self._spans(lines, sorted(hit | digit), ends)
             return [s for s in spans if s[2] not in digit or self._holds(buf[s[0]:s[1]], self._confirm)], newlines
         known = self._known
         todo = list(known.missing(new))
@@ -473,12 +475,14 @@ class Prefilter:
         if not hits:
             return [], newlines
         # (each line's hash was computed by set() above and is cached by bytes)
-        spans = self._spans(lines, compress(count(), map(hits.__contains__, lines)))
+        spans = self._spans(lines, compress(count(), map(hits.__contains__, lines)), ends)
         return [s for s in spans if not hits[lines[s[2]]] or self._holds(buf[s[0]:s[1]], hits[lines[s[2]]])], \
             newlines
 
     @staticmethod
-    def _spans(lines: list[bytes], idx: Iterable[int]) -> list[tuple[int, int, int]]:
+    def _spans(lines: list[bytes], idx: Iterable[int], ends: list[int] | None = None) -> list[tuple[int, int, int]]:
+        if ends is not None:  # line i ends at ends[i] + i (its newline not counted)
+            return [(ends[i] + i - len(lines[i]), ends[i] + i, i) for i in idx]
         out = []
         pos, at = 0, 0
         for i in idx:

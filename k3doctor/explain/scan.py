@@ -16,6 +16,7 @@ import os
 import re
 import time
 from collections import defaultdict
+from itertools import accumulate
 from typing import BinaryIO, Callable, Iterable, Sequence
 
 from .assemble import logical_lines
@@ -266,14 +267,14 @@ class Scanner:
         return hits, hard
 
     def _assembled(self, buf: bytes, spans: list[tuple[int, int, int]], prefilter: bool,
-                   lens: list[int] | None = None
+                   lines: tuple[list[int], list[int]] | None = None
                    ) -> tuple[list[tuple[int, int, int]], dict[int, tuple[bytes, bytes | None]]]:
         """``spans`` with the physical lines of each wrapped line replaced by the logical line
         (:mod:`.assemble`), and the logical lines by their first line index: ``(line, glued
         reading or None)``. In log mode a logical line is examined when one of its pieces is a
         candidate or the joined text carries an anchor (one cut in two by the wrap), so both modes
         examine every logical line that can matter and give the same answer."""
-        joined = logical_lines(buf, lens)
+        joined = logical_lines(buf, *lines) if lines is not None else logical_lines(buf)
         if not joined:
             return spans, {}
         # pieces of a logical line: the index range first..last (a piece holds no newline)
@@ -305,9 +306,12 @@ class Scanner:
             spans, joined = self._assembled(buf, physical, prefilter)
             return spans, joined, newlines
         folded = fold(buf)
-        lines = folded.split(b"\n")  # (one split: the lengths serve line assembly as well)
-        physical, newlines = self.prefilter.candidates(buf, folded, lines)
-        spans, joined = self._assembled(buf, physical, prefilter, list(map(len, lines)))
+        lines = folded.split(b"\n")  # (one split: its lengths serve line assembly as well)
+        lens = list(map(len, lines))
+        ends = list(accumulate(lens))
+        physical, newlines = self.prefilter.candidates(buf, folded, lines, ends)
+        del folded, lines  # (bounded memory: only the lengths are needed from here)
+        spans, joined = self._assembled(buf, physical, prefilter, (lens, ends))
         return spans, joined, newlines
 
     def _stage2(self, buf: "bytes | FileView", tail: bytes, spans: list[tuple[int, int, int]],
