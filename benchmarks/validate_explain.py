@@ -18,6 +18,7 @@ classifier (signatures only), so the printed ratios say what the fallback adds.
         fixtures/errors/collected/r5_benign.jsonl      # a fresh sample, scored before it is used
     python benchmarks/validate_explain.py --framings   # answers kept when pastes are framed/wrapped
     python benchmarks/validate_explain.py --ordering   # right category matched but not first
+    python benchmarks/validate_explain.py --fallback-only  # the fallback alone on the dev errors
 
 Held-out misses are deliberately not printed: reading them would be tuning on them.
 """
@@ -215,6 +216,69 @@ def score_framings(log_check: bool = False) -> int:
     return 0
 
 
+def term_support(model, rows: list[dict]) -> dict[tuple[str, str], set[str]]:
+    """(category, term) -> the threads of ``rows`` whose excerpt (log prefixes and source paths
+    removed, lower-cased) holds the term: which development threads a term could have been
+    written from."""
+    from k3doctor.explain.fallback import _drop_source_paths, strip_log_prefix
+
+    texts = [(r["thread"], "\n".join(_drop_source_paths(strip_log_prefix(ln))
+                                      for ln in r["excerpt"].splitlines()).lower()) for r in rows]
+    out: dict[tuple[str, str], set[str]] = {}
+    for cat in model.categories:
+        for t in cat.terms:
+            out[(cat.name, t.text)] = {th for th, low in texts if t.occurs_in(low)}
+    return out
+
+
+def score_fallback_only(show: bool = False, category: str | None = None) -> int:
+    """The fallback alone (no signature, benign ones included) on the dev errors: what answers an
+    error nobody wrote a signature for. Two figures: with the shipped terms, and leave-thread-out
+    (for each row, the category terms that occur in no other dev thread are removed: the terms
+    that would not exist had this thread not been read). Dev rows only; nothing held out is read."""
+    import dataclasses
+
+    from k3doctor.explain.fallback import load_fallback
+
+    model = load_fallback()
+    errors = [r for r in load("errors.jsonl") if r["split"] == "dev"]
+    benign = [r for r in load("benign.jsonl") if r["split"] == "dev"]
+    support = term_support(model, errors)
+    alone = Scanner(signatures=[], fallback=model)
+    hit, loo, silent, loo_silent = Counter(), Counter(), 0, 0
+    per = Counter(r["expected_category"] for r in errors)
+    misses = []
+    for r in errors:
+        want = r["expected_category"]
+        cat, _sid, _ = top1(alone, r["excerpt"], False)
+        hit[want] += cat == want
+        silent += cat is None
+        if cat != want:
+            misses.append((r, cat))
+        own = {k for k, v in support.items() if v == {r["thread"]}}
+        scanner = alone
+        if own:
+            cats = tuple(dataclasses.replace(c, terms=tuple(t for t in c.terms if (c.name, t.text) not in own))
+                         for c in model.categories)
+            scanner = Scanner(signatures=[], fallback=dataclasses.replace(model, categories=cats))
+        lcat = top1(scanner, r["excerpt"], False)[0] if own else cat
+        loo[want] += lcat == want
+        loo_silent += lcat is None
+    flagged = sum(bool(alarms(alone, r["excerpt"], False)) for r in benign)
+    n = len(errors)
+    print(f"fallback alone, dev errors (text mode): {pct(sum(hit.values()), n)}, silent {silent}")
+    print(f"  leave-thread-out terms:               {pct(sum(loo.values()), n)}, silent {loo_silent}")
+    print("  by category: " + ", ".join(f"{c} {hit[c]}/{k} (loo {loo[c]})" for c, k in sorted(per.items())))
+    print(f"  dev benign lines flagged by the fallback alone (no benign signature): {flagged}/{len(benign)}")
+    if show:
+        print(f"\nfallback-alone dev misses: {len(misses)}")
+        for r, got in misses:
+            if category and category not in (r["expected_category"], got):
+                continue
+            print(f"- {r['id']} want {r['expected_category']}, got {got}\n    {r['excerpt'][:300]!r}")
+    return 0
+
+
 def score_ordering(show: bool = False) -> int:
     """Root cause first. (1) Corpus rows whose expected category is among the matches but not the
     first one. (2) The consequence probe: each row answered right on its own is pasted with a
@@ -288,7 +352,12 @@ def main(argv: list[str] | None = None) -> int:
                     "log-mode answer differs from the text-mode one")
     ap.add_argument("--ordering", action="store_true",
                     help="rows whose right category is matched but not first (with --misses: the dev rows)")
+    ap.add_argument("--fallback-only", action="store_true",
+                    help="the fallback alone (signatures removed) on the dev errors, with shipped and "
+                         "leave-thread-out terms (with --misses: its dev misses); dev rows only")
     args = ap.parse_args(argv)
+    if args.fallback_only:
+        return score_fallback_only(args.misses, args.category)
     if args.framings:
         return score_framings(args.log_check)
     if args.ordering:
