@@ -98,22 +98,26 @@ def test_top1_on_the_development_split(prefilter):
     19 dev rows, scored before use, lowered the figure to 897/963 (93.1%); the signatures written
     from them (arch gaps named in titles, nvidia-smi ERR!, nested Ray placement groups) brought it
     to 902/963 (93.67%): 0.936. The fallback's hard markers and terms of round 10 (derived from
-    the dev rows the fallback alone left silent or misread): 903/963 (93.77%): 0.937."""
+    the dev rows the fallback alone left silent or misread): 903/963 (93.77%): 0.937. Round 11
+    (docs; files r10_*) re-measured on the grown corpus: its 30 dev rows, scored before use,
+    lowered the figure to 921/993 (92.75%); the cuBLAS-on-H20 SIGFPE signature written from four of
+    them brought it to 925/993 (93.15%): 0.931."""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
-    assert acc >= 0.937, misses  # log mode answers what text mode does (the prefilter is exact)
+    assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
 
 
 def test_fallback_alone_on_the_development_split():
     """The fallback with every signature removed (benign ones too): what answers an error nobody
     wrote a signature for (``python benchmarks/validate_explain.py --fallback-only``). 774/963
-    (80.4%) before round 10's hard markers and derived terms, 802/963 (83.3%) after: 0.83."""
+    (80.4%) before round 10's hard markers and derived terms, 802/963 (83.3%) after: 0.83.
+    Round 11's 30 dev rows (no fallback change): 820/993 (82.58%), re-measured: 0.825."""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.83, hits
+    assert hits / len(DEV) >= 0.825, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -127,10 +131,12 @@ def test_top1_on_the_heldout_split(prefilter):
     held-out benign alarms 7 -> 3: 0.78. Round 8 added 50 held-out rows of the core projects
     (395/507 before its rule changes, 396/507 after, 78.1%): 0.78. Line assembly and root-cause
     ordering (issue 12) on top of round 8: 397/507 (78.3%): 0.783. Round 9 added 10 held-out rows,
-    scored before use (402/517 after its rules, 77.76%): re-measured on the grown corpus, 0.777."""
+    scored before use (402/517 after its rules, 77.76%): re-measured on the grown corpus, 0.777.
+    Round 11 (files r10_*) added 11 held-out rows, scored before use (5/11): 407/528 (77.08%)
+    before and after its rule, re-measured on the grown corpus: 0.770."""
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.777, len(misses)
+    assert acc >= 0.770, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
@@ -209,9 +215,10 @@ def _perturb(seed: int):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_patterns_generalise_beyond_the_corpus_strings(seed):
     """Numbers, hashes, paths and hostnames in the dev excerpts are rewritten; accuracy holds.
-    Re-measured on round 9's grown corpus: 0.9336 at the lowest of the three seeds."""
+    Re-measured on round 9's grown corpus: 0.9336 at the lowest of the three seeds; on round 11's
+    (files r10_*), after its rule: 0.9285 at the lowest (seed 1)."""
     acc, misses = accuracy(DEV, False, _perturb(seed))
-    assert acc >= 0.933, misses
+    assert acc >= 0.928, misses
 
 
 def test_the_cli_never_prints_a_traceback_on_any_corpus_excerpt():
