@@ -94,6 +94,15 @@ def test_a_helper_over_its_candidate_budget_hands_back_the_rest(tmp_path: Path,
     assert summary(two) == summary(one)
 
 
+def test_a_helper_over_its_byte_budget_hands_back_the_rest(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _log(tmp_path / "e2.log", 3 * BLOCK, 9)
+    one = SCANNER.explain_files([str(path)], jobs=1)
+    monkeypatch.setattr(split_scan, "MAX_SENT", 1 << 10)
+    two = SCANNER.explain_files([str(path)], jobs=2)
+    assert summary(two) == summary(one)
+
+
 def test_small_files_and_one_cpu_are_scanned_in_one_process(tmp_path: Path,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     path = _log(tmp_path / "f.log", 3 * BLOCK, 6)

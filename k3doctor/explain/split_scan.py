@@ -3,8 +3,8 @@
 Stage 1 (fold, split, de-duplicate, search for anchors, assemble wrapped lines) is nearly all the
 time ``explain --log`` spends on a large log, and it is per block. For a regular file of at least
 :data:`SPLIT_MIN` bytes on a machine with two or more usable CPUs, a forked child runs stage 1 on
-the blocks from the middle :data:`~.scan.BLOCK` boundary on, while the parent scans the first half
-as usual; the child sends each block's candidate spans (offsets, line indices, rejoined wrapped
+the blocks from a :data:`~.scan.BLOCK` boundary near the middle (:data:`PARENT_SHARE`) on, while
+the parent scans the part before it as usual; the child sends each block's candidate spans (offsets, line indices, rejoined wrapped
 lines) through a pipe, and the parent runs stage 2 on them in file order, reading the candidate
 lines and their context back with ``pread``. The child cuts its blocks exactly where a scan of the
 whole file would (it starts with the partial line the parent's last block leaves over), so the
@@ -13,7 +13,8 @@ logs with wrapped lines, long lines and a line across the split.
 
 The child reads with ``pread`` only (the parent's file offset is shared and left alone), writes
 only to its pipe, and ends with ``os._exit``. Where it cannot go on (a line longer than
-:data:`~.results.MAX_LINE` in its half, more candidates than :data:`MAX_SPANS`, any error) it
+:data:`~.results.MAX_LINE` in its half, more candidates than :data:`MAX_SPANS` or :data:`MAX_SENT`
+bytes of them, any error) it
 says so and stops; the parent then scans the rest itself from the end of the last block it got.
 """
 
@@ -36,6 +37,7 @@ __all__ = ["SPLIT_MIN", "Block", "FileView", "Helper", "usable_cpus"]
 
 SPLIT_MIN = 64 << 20     # smaller files are scanned in one process (a fork is not worth it)
 MAX_SPANS = 500_000      # candidate spans the child sends before it gives the rest back
+MAX_SENT = 64 << 20      # ... and bytes (rejoined lines travel whole): the parent holds what is unread
 #: the parent's share of the file: it also runs stage 2 on every candidate and reads the child's
 #: back, so it takes a little less than half (measured: docs/benchmarks.md, explain --log)
 PARENT_SHARE = 0.45
@@ -118,7 +120,7 @@ class Helper:
     @classmethod
     def start(cls, scanner: "Scanner", fd: int, begin: int, end: int) -> "Helper | None":
         """Fork a child for the blocks of ``[split, end)`` of ``fd``, where ``split`` is the
-        :data:`~.scan.BLOCK` boundary nearest the middle of ``[begin, end)``; None when there is
+        :data:`~.scan.BLOCK` boundary nearest :data:`PARENT_SHARE` of ``[begin, end)``; None when there is
         no such boundary with a newline in the block before it, or fork fails."""
         from .scan import BLOCK
 
@@ -219,12 +221,15 @@ class Helper:
                 raise
 
 
-def _send(wfd: int, obj: Any) -> None:
+def _send(wfd: int, obj: Any) -> int:
+    """Write one frame; returns its size."""
     data = marshal.dumps(obj)
     view = memoryview(len(data).to_bytes(_HEAD, "little") + data)
+    size = len(view)
     while view:
         n = os.write(wfd, view)
         view = view[n:]
+    return size
 
 
 def _child(scanner: "Scanner", fd: int, wfd: int, carry_from: int, split: int, end: int) -> None:  # pragma: no cover
@@ -236,7 +241,7 @@ def _child(scanner: "Scanner", fd: int, wfd: int, carry_from: int, split: int, e
 
     os.set_blocking(wfd, True)
     carry = _pread_all(fd, split - carry_from, carry_from)
-    pending, pending_at, sent = b"", carry_from, 0
+    pending, pending_at, sent, sent_bytes = b"", carry_from, 0, 0
     pos = split
     while pos < end:
         chunk = _pread_all(fd, min(BLOCK, end - pos), pos)
@@ -247,14 +252,16 @@ def _child(scanner: "Scanner", fd: int, wfd: int, carry_from: int, split: int, e
         cut = buf.rfind(b"\n")
         if cut < 0:
             if len(buf) > MAX_LINE:
-                _flush(scanner, wfd, pending, pending_at)
+                _flush(scanner, wfd, pending, pending_at)  # (the parent reads the long line itself)
                 _send(wfd, ("stop", f"a line longer than {MAX_LINE >> 20} MiB after the split"))
                 return
             carry = buf
             continue
-        sent += _flush(scanner, wfd, pending, pending_at)
-        if sent > MAX_SPANS:
-            _send(wfd, ("stop", f"more than {MAX_SPANS:,} candidate lines after the split"))
+        spans, size = _flush(scanner, wfd, pending, pending_at)
+        sent, sent_bytes = sent + spans, sent_bytes + size
+        if sent > MAX_SPANS or sent_bytes > MAX_SENT:
+            _send(wfd, ("stop", f"more than {MAX_SPANS:,} candidate lines or {MAX_SENT >> 20} MiB of them "
+                                "after the split"))
             return
         pending_at += len(pending)
         pending, carry = buf[: cut + 1], buf[cut + 1:]
@@ -262,10 +269,10 @@ def _child(scanner: "Scanner", fd: int, wfd: int, carry_from: int, split: int, e
     _send(wfd, ("end", 0, 0))
 
 
-def _flush(scanner: "Scanner", wfd: int, block: bytes, at: int) -> int:  # pragma: no cover
+def _flush(scanner: "Scanner", wfd: int, block: bytes, at: int) -> tuple[int, int]:  # pragma: no cover
+    """Stage 1 on one block, sent; returns (candidate spans, bytes sent)."""
     if not block:
-        return 0
+        return 0, 0
     spans, joined, newlines = scanner._stage1(block, True)
     keep = {i: joined[i] for _s, _e, i in spans if i in joined} if joined else {}
-    _send(wfd, ("block", at, len(block), newlines, spans, keep))
-    return len(spans)
+    return len(spans), _send(wfd, ("block", at, len(block), newlines, spans, keep))
