@@ -101,23 +101,28 @@ def test_top1_on_the_development_split(prefilter):
     the dev rows the fallback alone left silent or misread): 903/963 (93.77%): 0.937. Round 11
     (docs; files r10_*) re-measured on the grown corpus: its 30 dev rows, scored before use,
     lowered the figure to 921/993 (92.75%); the cuBLAS-on-H20 SIGFPE signature written from four of
-    them brought it to 925/993 (93.15%): 0.931."""
+    them brought it to 925/993 (93.15%): 0.931. Round 12 (version-focused) re-measured on the grown
+    corpus: its 20 dev rows, scored before use, took the figure to 942/1013 (92.99%); the
+    model-type KeyError signature and triton in the attribute-skew pattern brought it to 945/1013
+    (93.29%): 0.932."""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
-    assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
+    assert acc >= 0.932, misses  # log mode answers what text mode does (the prefilter is exact)
 
 
 def test_fallback_alone_on_the_development_split():
     """The fallback with every signature removed (benign ones too): what answers an error nobody
     wrote a signature for (``python benchmarks/validate_explain.py --fallback-only``). 774/963
     (80.4%) before round 10's hard markers and derived terms, 802/963 (83.3%) after: 0.83.
-    Round 11's 30 dev rows (no fallback change): 820/993 (82.58%), re-measured: 0.825."""
+    Round 11's 30 dev rows (no fallback change): 820/993 (82.58%), re-measured: 0.825. Round 12's
+    20 dev rows lowered it to 834/1013 (82.33%) before any rule changed; with its version terms
+    835/1013 (82.43%), re-measured and rounded down: 0.824."""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.825, hits
+    assert hits / len(DEV) >= 0.824, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -133,10 +138,11 @@ def test_top1_on_the_heldout_split(prefilter):
     ordering (issue 12) on top of round 8: 397/507 (78.3%): 0.783. Round 9 added 10 held-out rows,
     scored before use (402/517 after its rules, 77.76%): re-measured on the grown corpus, 0.777.
     Round 11 (files r10_*) added 11 held-out rows, scored before use (5/11): 407/528 (77.08%)
-    before and after its rule, re-measured on the grown corpus: 0.770."""
+    before and after its rule, re-measured on the grown corpus: 0.770. Round 12 added 20 held-out
+    version rows (16/20 before use): 423/548 before its rules, 425/548 (77.55%) after: 0.775."""
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.770, len(misses)
+    assert acc >= 0.775, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
@@ -216,9 +222,10 @@ def _perturb(seed: int):
 def test_patterns_generalise_beyond_the_corpus_strings(seed):
     """Numbers, hashes, paths and hostnames in the dev excerpts are rewritten; accuracy holds.
     Re-measured on round 9's grown corpus: 0.9336 at the lowest of the three seeds; on round 11's
-    (files r10_*), after its rule: 0.9285 at the lowest (seed 1)."""
+    (files r10_*), after its rule: 0.9285 at the lowest (seed 1); on round 12's, after its rules:
+    0.9299 at the lowest (seeds 1 and 3)."""
     acc, misses = accuracy(DEV, False, _perturb(seed))
-    assert acc >= 0.928, misses
+    assert acc >= 0.929, misses
 
 
 def test_the_cli_never_prints_a_traceback_on_any_corpus_excerpt():
