@@ -92,8 +92,10 @@ HELDOUT_IDS = frozenset({
     "vllm-gb10-qwen3.6-27b-nvfp4-tp1", "vllm-sm120-deepseek-v4-flash-tp2-mtp",
     # round 10 (2026-12-05): same rule, fixed before scoring
     "vllm-rocm-2node-gpt-oss-20b-tp2-ray",
+    # round 11 (2026-12-05): same rule, fixed before scoring
+    "vllm-l40s-qwen3-235b-a22b-instruct-2507-fp8-tp8-ep8",
 })
-HELDOUT_DIGEST = "beebcd55898ef93466e0be84d7ef6a002921090b7c327fb8fd95df37bd54ec1f"
+HELDOUT_DIGEST = "e70ccbaa450d19ac7720875e0d51be41236749c1aa3cc2c31227ce0bc9110501"
 
 
 def _heldout_digest(recs: list[dict]) -> str:

@@ -81,6 +81,18 @@ SGLANG_K3_RATIO_REQUEST_LEN = 11264
 SGLANG_LOAD_NONTORCH_BYTES = 72 * MiB
 
 # -- vLLM --------------------------------------------------------------------------------------
+#: vLLM on ROCm reports "Model loading took" as the drop of device free memory across load_model
+#: (vllm/platforms/rocm.py ``RocmPlatform.get_current_memory_usage``: ``total - free`` from
+#: ``torch.cuda.mem_get_info``; CUDA reports torch's ``max_memory_allocated``), so it includes what
+#: the load allocates outside torch's live tensors (HIP runtime / library workspaces, allocator
+#: cache). Estimate: the median gap of the four dev ROCm vLLM receipts (DeepSeek-R1-Distill-Qwen-14B
+#: AWQ / FP8-dynamic on gfx1201, BF16 TP2 on Instinct with vLLM 0.9 and 0.11.1: 170, 226, 208,
+#: 220 MiB; docs/validation.md round 11).
+VLLM_ROCM_LOAD_NONTORCH_BYTES = 214 * MiB
+#: vLLM model classes that build ``embed_tokens`` and ``lm_head`` (and the final norm) on every
+#: pipeline stage instead of a ``PPMissingLayer`` off the first / last stage: Qwen3-MoE
+#: (``qwen3_moe.py`` Qwen3MoeModel / Qwen3MoeForCausalLM, read at two vLLM commits of 2025-2026).
+VLLM_PP_VOCAB_ON_EVERY_STAGE = frozenset({"qwen3_moe"})
 #: ``--gpu-memory-utilization`` default (vllm/config/cache.py; 0.9 in older releases).
 VLLM_DEFAULT_UTIL = 0.9
 #: V1 batch defaults for the OpenAI server on GPUs with >= 70 GiB (EngineArgs.get_batch_defaults):

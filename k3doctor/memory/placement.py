@@ -328,6 +328,13 @@ def per_rank_bytes(n: int, role: str, kind: str, par: Parallel, spec: ModelSpec 
     return n
 
 
+def vocab_on_every_stage(par: Parallel, spec: ModelSpec | None) -> bool:
+    """vLLM model classes whose ``embed_tokens`` / ``lm_head`` / final norm exist on every pipeline
+    stage (no ``PPMissingLayer``): each stage holds and loads its vocab shards (Qwen3-MoE)."""
+    return (par.engine == "vllm" and par.pp > 1 and spec is not None
+            and str(spec.raw.get("model_type") or "") in C.VLLM_PP_VOCAB_ON_EVERY_STAGE)
+
+
 def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]:
     """Bytes per rank of pipeline stage ``stage``, by role (before engine post-processing)."""
     spec = inv.spec
@@ -337,6 +344,7 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
     first, last = stage == 0, stage == par.pp - 1
     out: dict[str, float] = {}
     lo, hi = mine.start, mine.stop
+    vocab_everywhere = vocab_on_every_stage(par, spec)
     for layer, role, kind, nb, _t in compact(inv):
         if role == "mtp":
             if not (par.mtp_draft and last):
@@ -344,6 +352,8 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
         elif layer >= 0:
             if not (lo <= layer < hi):
                 continue
+        elif vocab_everywhere and (kind in ("vocab_embed", "vocab_head") or role == "norms"):
+            pass  # built on every pipeline stage by this model class (constants.VLLM_PP_VOCAB_ON_EVERY_STAGE)
         else:
             if kind == "vocab_embed" or role == "vision":
                 if not first:
@@ -354,7 +364,7 @@ def stage_weights(inv: Inventory, par: Parallel, stage: int) -> dict[str, float]
         b = per_rank_bytes(nb, role, kind, par, spec)
         if b:
             out[role] = out.get(role, 0.0) + b
-    if spec is not None and spec.tie_embeddings and par.pp > 1 and last and "lm_head" not in out:
+    if spec is not None and spec.tie_embeddings and par.pp > 1 and last and "lm_head" not in out and not vocab_everywhere:
         emb = sum(nb for layer, _r, kind, nb, _t in compact(inv) if kind == "vocab_embed" and layer < 0)
         out["lm_head"] = emb / par.tp
     if par.engine == "sglang":

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field, replace
 from math import ceil
 from typing import TYPE_CHECKING, Any, Mapping
@@ -156,6 +158,15 @@ _EXTRA_GPUS: dict[str, tuple[str, int, tuple[int, int] | None]] = {
     "rtx-5070ti": ("NVIDIA GeForce RTX 5070 Ti", 16303 * C.MiB, (12, 0)), "t4": ("Tesla T4", 15360 * C.MiB, (7, 5)),
     "l4": ("NVIDIA L4", 23034 * C.MiB, (8, 9)), "l20": ("NVIDIA L20", 46068 * C.MiB, (8, 9)),
 }
+
+
+_ROCM_NAME = re.compile(r"\bamd\b|amd[-_ ]|instinct|radeon|\bmi\d{3}|gfx\d", re.I)
+
+
+def gpu_platform(name: str | None) -> str:
+    """``"rocm"`` for an AMD GPU name (``AMD Instinct MI300X``, ``amd-gfx1201``, ``mi355x``), else
+    ``"cuda"``: vLLM's platforms measure the load differently (constants.VLLM_ROCM_LOAD_NONTORCH_BYTES)."""
+    return "rocm" if name and _ROCM_NAME.search(str(name)) else "cuda"
 
 
 def resolve_gpu(name: str) -> GpuSpec:
@@ -500,6 +511,8 @@ def compute_plan(inv: Inventory, par: Parallel, gpu: GpuSpec, *, model_name: str
     kvs: list[_StageKv] = []
     for s in range(par.pp):
         comps = stage_weights(inv, par, s)
+        if par.engine == "vllm" and gpu_platform(gpu.name) == "rocm":
+            comps["load_nontorch"] = C.VLLM_ROCM_LOAD_NONTORCH_BYTES  # total - free on ROCm (rocm.py)
         weights = int(sum(comps.values()))
         if par.engine == "sglang":
             st = _sglang_stage(inv, par, s, weights, free0, total, proc, req_ctx, conc)

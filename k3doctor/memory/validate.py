@@ -11,6 +11,7 @@ Usage: ``python -m k3doctor.memory.validate [--json]``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 import shlex
@@ -21,7 +22,7 @@ from typing import Any
 
 from .inventory import load_inventory, read_config_any, with_launch_quantization_inventory
 from ..launch import LaunchSpec
-from .plan import compute_plan, resolve_gpu
+from .plan import compute_plan, gpu_platform, resolve_gpu
 
 from ..units import GiB
 RECEIPTS = Path(__file__).resolve().parents[2] / "fixtures" / "receipts"
@@ -54,7 +55,10 @@ def _gpu(name: str | None) -> Any:
     try:
         return resolve_gpu(name or "h100")
     except KeyError:
-        return resolve_gpu("h100")  # weights do not depend on the GPU; only the KV figure would
+        g = resolve_gpu("h100")  # weights do not depend on the GPU; only the KV figure would
+        if gpu_platform(name) == "rocm":  # ... except vLLM's ROCm load measurement (plan.gpu_platform)
+            g = dataclasses.replace(g, name=str(name))
+        return g
 
 
 def evaluate(rec: dict[str, Any]) -> dict[str, Any]:
