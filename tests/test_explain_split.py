@@ -85,20 +85,13 @@ def test_a_helper_that_dies_is_taken_back(tmp_path: Path, monkeypatch: pytest.Mo
     assert summary(two) == summary(one)
 
 
-def test_a_helper_over_its_candidate_budget_hands_back_the_rest(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("budget, value", [("MAX_SPANS", 10), ("MAX_SENT", 1 << 10)])
+def test_a_helper_over_its_budget_hands_back_the_rest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      budget: str, value: int) -> None:
+    """Past its candidate (span or byte) budget the helper stops; the parent scans the rest."""
     path = _log(tmp_path / "e.log", 3 * BLOCK, 5)
     one = SCANNER.explain_files([str(path)], jobs=1)
-    monkeypatch.setattr(split_scan, "MAX_SPANS", 10)  # (the child is forked: it sees this too)
-    two = SCANNER.explain_files([str(path)], jobs=2)
-    assert summary(two) == summary(one)
-
-
-def test_a_helper_over_its_byte_budget_hands_back_the_rest(tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    path = _log(tmp_path / "e2.log", 3 * BLOCK, 9)
-    one = SCANNER.explain_files([str(path)], jobs=1)
-    monkeypatch.setattr(split_scan, "MAX_SENT", 1 << 10)
+    monkeypatch.setattr(split_scan, budget, value)  # (the child is forked: it sees this too)
     two = SCANNER.explain_files([str(path)], jobs=2)
     assert summary(two) == summary(one)
 
