@@ -338,9 +338,7 @@ class Scanner:
                     text = text[:LINE_CAP]
 
             def ctx(st: int = st) -> str:
-                lo = max(0, st - CONTEXT_BYTES)
-                before = buf[lo:st] if lo > 0 or not tail else tail[-(CONTEXT_BYTES - st):] + buf[:st]
-                return strip_ansi(before.decode("utf-8", "replace"))
+                return _context(buf, tail, st)
 
             sides = self._two_records(buf[st:en], text, ctx, memo, alt) if got is not None else None
             if sides is not None:
@@ -393,9 +391,7 @@ class Scanner:
         name, file_index, line = where
         for k, off, text in sides:
             def ctx(pos: int = st + off) -> str:
-                lo = max(0, pos - CONTEXT_BYTES)
-                before = buf[lo:pos] if lo > 0 or not tail else tail[-(CONTEXT_BYTES - pos):] + buf[:pos]
-                return strip_ansi(before.decode("utf-8", "replace"))
+                return _context(buf, tail, pos)
 
             agg.examined += 1
             self._examine(text, ctx, agg.memo, agg, (name, file_index, line + k), (buf, st + off, tail))
@@ -465,7 +461,7 @@ class Scanner:
                                          (name, file_index, line_base), agg)
                 tail = view[-CONTEXT_BYTES:]
             if helper.stopped is not None:  # the rest here, from the end of the last block it sent
-                resume = done if done >= 0 else helper.split_at - len(_carry_before(fd, helper.split_at))
+                resume = done if done >= 0 else helper.carry_from
                 agg.bytes -= counted - resume
                 self.scan_chunks(source.range_chunks(fd, name, resume, end), name, agg, file_index,
                                  line_base=line_base, tail=tail)
@@ -514,10 +510,12 @@ def _draining(chunks: Iterable[bytes | None], helper: Helper) -> Iterable[bytes 
         yield chunk
 
 
-def _carry_before(fd: int, split: int) -> bytes:
-    """The partial line that ends at ``split`` (after the last newline of the block before it)."""
-    prev = os.pread(fd, BLOCK, split - BLOCK)
-    return prev[prev.rfind(b"\n") + 1:]
+def _context(buf: "bytes | FileView", tail: bytes, pos: int) -> str:
+    """The text before byte ``pos`` of a block, up to :data:`CONTEXT_BYTES` (the end of the block
+    before, ``tail``, where the block starts too close), as a signature's ``context`` reads it."""
+    lo = max(0, pos - CONTEXT_BYTES)
+    before = buf[lo:pos] if lo > 0 or not tail else tail[-(CONTEXT_BYTES - pos):] + buf[:pos]
+    return strip_ansi(before.decode("utf-8", "replace"))
 
 
 def _union(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:

@@ -109,13 +109,14 @@ def _pread_all(fd: int, n: int, at: int) -> bytes:
 class Helper:
     """The forked child and its pipe, seen from the parent."""
 
-    def __init__(self, pid: int, rfd: int, split_at: int) -> None:
-        self.pid, self.rfd, self.split_at = pid, rfd, split_at
+    def __init__(self, pid: int, rfd: int, split_at: int, carry_from: int) -> None:
+        #: the child's chunks start at ``split_at``; its first block at ``carry_from``, the start of
+        #: the partial line before the split (where the parent's last block ended)
+        self.pid, self.rfd, self.split_at, self.carry_from = pid, rfd, split_at, carry_from
         self._buf = bytearray()
         self._eof = False
         #: why the child stopped early (None: it finished its half)
         self.stopped: str | None = None
-        self.cut_lines = self.cut_bytes = 0
 
     @classmethod
     def start(cls, scanner: "Scanner", fd: int, begin: int, end: int) -> "Helper | None":
@@ -154,7 +155,7 @@ class Helper:
                 os._exit(code)
         os.close(wfd)
         os.set_blocking(rfd, False)
-        return cls(pid, rfd, split)
+        return cls(pid, rfd, split, carry_from)
 
     # -- reading the pipe -----------------------------------------------------------------------
     def drain(self) -> None:
@@ -197,7 +198,6 @@ class Helper:
             if kind == "block":
                 yield Block(*obj[1:])
             elif kind == "end":
-                self.cut_lines, self.cut_bytes = obj[1], obj[2]
                 return
             else:
                 self.stopped = str(obj[1])
@@ -266,7 +266,7 @@ def _child(scanner: "Scanner", fd: int, wfd: int, carry_from: int, split: int, e
         pending_at += len(pending)
         pending, carry = buf[: cut + 1], buf[cut + 1:]
     _flush(scanner, wfd, pending + carry, pending_at)
-    _send(wfd, ("end", 0, 0))
+    _send(wfd, ("end",))
 
 
 def _flush(scanner: "Scanner", wfd: int, block: bytes, at: int) -> tuple[int, int]:  # pragma: no cover
