@@ -142,6 +142,19 @@ def _status(pid: int, key: str) -> int:
     return 0
 
 
+def _pss(pid: int) -> int:
+    """Proportional set size of a live process in bytes (``/proc/PID/smaps_rollup``): each page
+    shared with N processes counts 1/N, so the sum over a process tree is the memory it holds."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 def _children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
@@ -150,25 +163,31 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def run_child(argv: list[str], stdout_path: str) -> tuple[float, int, int, int]:
-    """(wall seconds, peak RSS bytes, exit code, peak RSS of the whole process tree) of one run.
+def run_child(argv: list[str], stdout_path: str) -> tuple[float, int, int, int, int]:
+    """(wall seconds, peak RSS bytes, exit code, peak RSS of the whole process tree, peak PSS of
+    the tree) of one run.
 
     Peak RSS is the process's VmHWM, polled every 5 ms until it exits (VmHWM only grows and is
     reset by execve, so it excludes the pages the child inherited from this Python parent;
     ru_maxrss from wait4 would include them). The tree figure is the largest sum, at one poll, of
     the process's VmRSS and its children's (``explain --log`` forks a helper on a large log; the
-    pages they share are counted twice, so it is an upper bound).
+    pages they share are counted twice, so it is an upper bound). The PSS figure (sampled every
+    25 ms: reading smaps costs more) counts shared pages once: the tree's real footprint.
     """
     with open(stdout_path, "wb") as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL)
-        peak = tree = 0
+        peak = tree = pss = polls = 0
         while proc.poll() is None:
             peak = max(peak, _status(proc.pid, "VmHWM"))
-            tree = max(tree, _status(proc.pid, "VmRSS") + sum(_status(c, "VmRSS") for c in _children(proc.pid)))
+            kids = _children(proc.pid)
+            tree = max(tree, _status(proc.pid, "VmRSS") + sum(_status(c, "VmRSS") for c in kids))
+            if polls % 5 == 0:
+                pss = max(pss, _pss(proc.pid) + sum(_pss(c) for c in kids))
+            polls += 1
             time.sleep(0.005)
         wall = time.perf_counter() - t0
-    return wall, peak, proc.returncode, max(tree, peak)
+    return wall, peak, proc.returncode, max(tree, peak), pss
 
 
 def main() -> int:
@@ -179,6 +198,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="interleaved (grep, explain) pairs")
     ap.add_argument("--write", default=None, help="write the Markdown result to this file")
     ap.add_argument("--kb-grep", action="store_true", help="also time grep -F -i with the prefilter's anchors (once)")
+    ap.add_argument("--sweep", default="", metavar="N,N,...",
+                    help="also time explain --jobs N for each N, in the same interleaved pairs")
     ap.add_argument("--generate-only", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.generate_only:
@@ -216,7 +237,12 @@ def main() -> int:
                "import sys; sys.path.insert(0, %r); from k3doctor.commands.explain import command; "
                "command(['--log', %r, '--format', 'json', '--max', '0'])" % (str(ROOT), str(log))]
     one_argv = k3_argv[:-1] + [k3_argv[-1].replace("'--max', '0'", "'--max', '0', '--jobs', '1'")]
-    results: dict[str, list[tuple[float, int, int, int]]] = {"grep": [], "k3": [], "kb": [], "one": []}
+    results: dict[str, list[tuple[float, int, int, int, int]]] = {"grep": [], "k3": [], "kb": [], "one": []}
+    sweep = [int(n) for n in args.sweep.split(",") if n.strip()]
+    sweep_argv = {n: k3_argv[:-1] + [k3_argv[-1].replace("'--max', '0'", f"'--max', '0', '--jobs', '{n}'")]
+                  for n in sweep}
+    for n in sweep:
+        results[f"j{n}"] = []
     kb_argv: list[str] = []
     if args.kb_grep:
         from k3doctor.explain.scan import Scanner
@@ -232,6 +258,8 @@ def main() -> int:
             results["kb"].append(run_child(kb_argv, str(tmpdir / "kb.out")))
         results["k3"].append(run_child(k3_argv, str(tmpdir / "k3.json")))
         results["one"].append(run_child(one_argv, str(tmpdir / "one.json")))
+        for n, argv in sweep_argv.items():
+            results[f"j{n}"].append(run_child(argv, str(tmpdir / f"j{n}.json")))
     load_after = os.getloadavg()
     kb_line = ""
     if kb_argv:
@@ -247,7 +275,19 @@ def main() -> int:
     o = min(results["one"], key=lambda r: r[0])
     one_ratios = sorted(r[0] / g_[0] for g_, r in zip(results["grep"], results["one"]) if g_[0])
     tree = max(r[3] for r in results["k3"])
+    tree_pss = max(r[4] for r in results["k3"])
     same = json.loads((tmpdir / "one.json").read_text())["matches"] == json.loads((tmpdir / "k3.json").read_text())["matches"]
+    for n in sweep:
+        same = same and json.loads((tmpdir / f"j{n}.json").read_text())["matches"] == json.loads(
+            (tmpdir / "one.json").read_text())["matches"]
+    sweep_rows = ""
+    for n in sweep:
+        rs = sorted(r[0] / g_[0] for g_, r in zip(results["grep"], results[f"j{n}"]) if g_[0])
+        best = min(results[f"j{n}"], key=lambda r: r[0])
+        sweep_rows += (f"| `... --jobs {n}` | {best[0]:.2f} | {best[1] / 1e6:.1f} (tree "
+                       f"{max(r[3] for r in results[f'j{n}']) / 1e6:.1f}, PSS "
+                       f"{max(r[4] for r in results[f'j{n}']) / 1e6:.1f}) | {size / 1e6 / best[0]:.0f} "
+                       f"| **{rs[len(rs) // 2]:.2f}x** ({rs[0]:.2f}-{rs[-1]:.2f}x) |\n")
     grep_lines = int((tmpdir / "grep.out").read_text().strip() or 0)
     doc = json.loads((tmpdir / "k3.json").read_text())
     got = [m["id"] for m in doc["matches"]]
@@ -255,28 +295,33 @@ def main() -> int:
 
     ok = got[:1] == ["torch-cuda-oom"] and counts.get("nccl-watchdog-timeout", 0) == planted - 2
     ratio = ratios[len(ratios) // 2] if ratios else float("inf")
+    from k3doctor.explain.split_scan import usable_cpus
+
+    one_ratio = one_ratios[len(one_ratios) // 2]
     md = f"""# `k3doctor explain --log` benchmark
 
 Generated by `python benchmarks/bench_explain.py --size-mb {args.size_mb}` (same run, same file,
-page cache warm; {args.repeat} interleaved pairs, best times shown). Machine: {os.cpu_count()} CPUs visible (shared;
+page cache warm; {args.repeat} interleaved pairs, best times shown). Machine: {os.cpu_count()} CPUs visible,
+{usable_cpus()} usable (shared;
 load average {load_before[0]:.1f} before, {load_after[0]:.1f} after), Python
 {sys.version.split()[0]}, `{subprocess.run(['grep', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}`.
 
-| | wall (s) | peak RSS (MB) | throughput (MB/s) |
-|---|---:|---:|---:|
-| `grep -E -c '<{len(eres)} obvious patterns>'` (LC_ALL=C) | {g[0]:.2f} | {g[1] / 1e6:.1f} | {size / 1e6 / g[0]:.0f} |
-| `k3doctor explain --log FILE --format json` (default: a forked helper takes the second half) | {k[0]:.2f} | {k[1] / 1e6:.1f} (tree {tree / 1e6:.1f}) | {size / 1e6 / k[0]:.0f} |
-| `k3doctor explain --log FILE --format json --jobs 1` (one process) | {o[0]:.2f} | {o[1] / 1e6:.1f} | {size / 1e6 / o[0]:.0f} |
-
+| | wall (s) | peak RSS (MB) | throughput (MB/s) | ratio to grep (median, range) |
+|---|---:|---:|---:|---|
+| `grep -E -c '<{len(eres)} obvious patterns>'` (LC_ALL=C) | {g[0]:.2f} | {g[1] / 1e6:.1f} | {size / 1e6 / g[0]:.0f} | 1x |
+| `k3doctor explain --log FILE --format json` (default: forked helpers, one per usable CPU up to 8) | {k[0]:.2f} | {k[1] / 1e6:.1f} (tree {tree / 1e6:.1f}, PSS {tree_pss / 1e6:.1f}) | {size / 1e6 / k[0]:.0f} | **{ratio:.2f}x** ({ratios[0]:.2f}-{ratios[-1]:.2f}x) |
+| `k3doctor explain --log FILE --format json --jobs 1` (one process) | {o[0]:.2f} | {o[1] / 1e6:.1f} | {size / 1e6 / o[0]:.0f} | {one_ratio:.2f}x ({one_ratios[0]:.2f}-{one_ratios[-1]:.2f}x) |
+{sweep_rows}
 - Log: {size / 2**20:.0f} MiB synthetic SGLang/vLLM/NCCL rank log ({gen_s:.1f} s to generate), with
   ANSI colour, a few invalid UTF-8 bytes, benign warnings, and {planted} planted error lines
   (one OOM with its traceback header, then repeated NCCL watchdog timeouts).
 - Ratio explain / grep, median of {len(ratios)} interleaved pairs: **{ratio:.2f}x** (min {ratios[0]:.2f}x,
-  max {ratios[-1]:.2f}x; target <= 2x); one process: {one_ratios[len(one_ratios) // 2]:.2f}x
-  ({one_ratios[0]:.2f}-{one_ratios[-1]:.2f}x). The two reports are {'identical' if same else 'DIFFERENT'}.
+  max {ratios[-1]:.2f}x; target <= 2x); one process: {one_ratio:.2f}x
+  ({one_ratios[0]:.2f}-{one_ratios[-1]:.2f}x). The reports are {'identical' if same else 'DIFFERENT'}.
   Peak RSS target < 100 MB: **{'met' if k[1] < 100e6 else 'NOT met'}** per process
-  ({k[1] / 1e6:.1f} MB, one process {o[1] / 1e6:.1f} MB); the parent and its helper together peak at
-  {tree / 1e6:.1f} MB (their shared pages counted twice).
+  ({k[1] / 1e6:.1f} MB, one process {o[1] / 1e6:.1f} MB); the parent and its helpers together peak at
+  {tree / 1e6:.1f} MB RSS (shared pages counted once per process) and {tree_pss / 1e6:.1f} MB PSS
+  (shared pages counted once).
 - grep matched {grep_lines} lines; explain ranked {got[:4]} (OOM first, symptoms after):
   {'correct' if ok else 'UNEXPECTED'}.
 - grep patterns: `{"|".join(eres)}` (explain runs its {skipped} KB patterns behind anchors derived
@@ -292,7 +337,7 @@ load average {load_before[0]:.1f} before, {load_after[0]:.1f} after), Python
             p.unlink()
     if not args.keep:
         tmpdir.rmdir()
-    return 0 if ok else 1
+    return 0 if ok and same else 1
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
-"""``explain --log`` with a forked stage-1 helper on the second half of a file gives the report a
-one-process scan gives (k3doctor/explain/split_scan.py), and takes the rest back when the helper
-stops early."""
+"""``explain --log`` with forked stage-1 helpers on the later ranges of a file gives the report a
+one-process scan gives (k3doctor/explain/split_scan.py), for two and more processes, and takes
+the rest of a range back when its helper stops early."""
 
 from __future__ import annotations
 
@@ -47,15 +47,15 @@ def _log(path: Path, size: int, seed: int, extra: dict[int, bytes] | None = None
     return path
 
 
-def _same(path: Path) -> None:
+def _same(path: Path, jobs: tuple[int, ...] = (2,)) -> None:
     one = SCANNER.explain_files([str(path)], jobs=1)
-    two = SCANNER.explain_files([str(path)], jobs=2)
-    assert summary(two) == summary(one)
+    for n in jobs:
+        assert summary(SCANNER.explain_files([str(path)], jobs=n)) == summary(one), n
     assert one.matches and one.matches[0].sig.id == "torch-cuda-oom"
 
 
 def test_a_split_scan_gives_the_one_process_report(tmp_path: Path) -> None:
-    _same(_log(tmp_path / "a.log", 3 * BLOCK + 12345, 1))
+    _same(_log(tmp_path / "a.log", 3 * BLOCK + 12345, 1), (2, 3))
 
 
 def test_wrapped_lines_a_long_line_and_no_final_newline_around_the_split(tmp_path: Path) -> None:
@@ -68,9 +68,83 @@ def test_wrapped_lines_a_long_line_and_no_final_newline_around_the_split(tmp_pat
     _same(path)
 
 
+def test_many_processes_give_the_one_process_report_across_every_cut(tmp_path: Path) -> None:
+    """A wrapped line and a long line across every block boundary, cut for 2 to 13 processes
+    (more processes than blocks too), the last line without a newline."""
+    wrapped = "\n".join(WRAPPED[i:i + 80] for i in range(0, len(WRAPPED), 80)).encode() + b"\n"
+    long_line = b"INFO " + b"x" * (BLOCK // 3) + b" CUDA error: out of memory\n"
+    extra = {}
+    for k in range(1, 9):
+        extra[BLOCK * k - 100] = wrapped
+        extra[BLOCK * k - 40] = long_line
+    path = _log(tmp_path / "m.log", 9 * BLOCK + 777, 11, extra)
+    with open(path, "ab") as f:
+        f.write(b"[rank3]: NCCL WARN Net : Connection closed by remote peer")
+    _same(path, (2, 3, 4, 5, 8, 13))
+
+
 def test_a_line_longer_than_max_line_after_the_split_is_taken_back(tmp_path: Path) -> None:
     huge = b"INFO " + b"y" * (split_scan.MAX_LINE + BLOCK) + b"\n"
-    _same(_log(tmp_path / "c.log", 4 * BLOCK, 3, {BLOCK * 3: huge}))
+    _same(_log(tmp_path / "c.log", 4 * BLOCK, 3, {BLOCK * 3: huge}), (2, 4))
+
+
+def test_a_cut_inside_a_line_longer_than_a_block_is_dropped(tmp_path: Path) -> None:
+    """No newline in the block before a cut: that cut goes, the range before it reads on."""
+    from k3doctor.explain.split_scan import boundaries
+
+    cut = boundaries(0, 6 * BLOCK, 3, BLOCK)[-1]
+    path = _log(tmp_path / "k.log", 6 * BLOCK, 12, {cut - BLOCK - 400: b"INFO " + b"z" * (BLOCK + 999) + b"\n"})
+    assert boundaries(0, path.stat().st_size, 3, BLOCK)[-1] == cut
+    with open(path, "rb") as f:
+        f.seek(cut - BLOCK)
+        assert b"\n" not in f.read(BLOCK)
+    _same(path, (2, 3, 4, 6))
+
+
+def test_the_parent_takes_a_smaller_range_the_more_helpers_there_are() -> None:
+    from k3doctor.explain.split_scan import boundaries, parent_share
+
+    assert parent_share(1) == 1.0
+    assert 0.44 < parent_share(2) < 0.46
+    shares = [parent_share(n) for n in range(2, 10)]
+    assert shares == sorted(shares, reverse=True) and all(0.0 <= x < 0.5 for x in shares)
+    cuts = boundaries(0, 256 * BLOCK, 4, BLOCK)
+    assert len(cuts) == 3 and cuts == sorted(set(cuts)) and cuts[0] >= BLOCK
+    sizes = [b - a for a, b in zip(cuts, cuts[1:] + [256 * BLOCK])]
+    assert max(sizes) - min(sizes) <= BLOCK and cuts[0] < min(sizes)
+    assert boundaries(0, 3 * BLOCK, 8, BLOCK) == [BLOCK, 2 * BLOCK]  # a block each at most
+    assert boundaries(0, BLOCK, 4, BLOCK) == [] and boundaries(0, 100 * BLOCK, 1, BLOCK) == []
+
+
+def test_usable_cpus_follows_a_cgroup_quota(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    quota = tmp_path / "cpu.max"
+    monkeypatch.setattr(split_scan, "_CPU_MAX", str(quota))
+    monkeypatch.setattr(split_scan.os, "sched_getaffinity", lambda _pid: set(range(64)), raising=False)
+    assert split_scan.usable_cpus() == 64  # no such file
+    quota.write_text("max 100000\n")
+    assert split_scan.usable_cpus() == 64
+    quota.write_text("250000 100000\n")
+    assert split_scan.usable_cpus() == 2
+    quota.write_text("50000 100000\n")
+    assert split_scan.usable_cpus() == 1
+    quota.write_text("garbage\n")
+    assert split_scan.usable_cpus() == 64
+
+
+def test_a_failed_fork_leaves_its_range_to_the_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _log(tmp_path / "n.log", 8 * BLOCK, 13)
+    one = SCANNER.explain_files([str(path)], jobs=1)
+    real, calls = os.fork, []
+
+    def flaky() -> int:
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(11, "Resource temporarily unavailable")
+        return real()
+
+    monkeypatch.setattr(split_scan.os, "fork", flaky)
+    assert summary(SCANNER.explain_files([str(path)], jobs=4)) == summary(one)
+    assert len(calls) == 3
 
 
 def test_a_helper_that_dies_is_taken_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,8 +155,8 @@ def test_a_helper_that_dies_is_taken_back(tmp_path: Path, monkeypatch: pytest.Mo
         os._exit(0)
 
     monkeypatch.setattr(split_scan, "_child", dies)
-    two = SCANNER.explain_files([str(path)], jobs=2)
-    assert summary(two) == summary(one)
+    for n in (2, 3):
+        assert summary(SCANNER.explain_files([str(path)], jobs=n)) == summary(one)
 
 
 @pytest.mark.parametrize("budget, value", [("MAX_SPANS", 10), ("MAX_SENT", 1 << 10)])
@@ -92,8 +166,8 @@ def test_a_helper_over_its_budget_hands_back_the_rest(tmp_path: Path, monkeypatc
     path = _log(tmp_path / "e.log", 3 * BLOCK, 5)
     one = SCANNER.explain_files([str(path)], jobs=1)
     monkeypatch.setattr(split_scan, budget, value)  # (the child is forked: it sees this too)
-    two = SCANNER.explain_files([str(path)], jobs=2)
-    assert summary(two) == summary(one)
+    for n in (2, 3):
+        assert summary(SCANNER.explain_files([str(path)], jobs=n)) == summary(one)
 
 
 def test_small_files_and_one_cpu_are_scanned_in_one_process(tmp_path: Path,
@@ -114,8 +188,15 @@ def test_small_files_and_one_cpu_are_scanned_in_one_process(tmp_path: Path,
     SCANNER.explain_files([str(path)])
     assert forks == []
     monkeypatch.setattr("k3doctor.explain.scan.usable_cpus", lambda: 2)
+    monkeypatch.setattr("k3doctor.explain.scan.RANGE_MIN", 1 << 20)
     SCANNER.explain_files([str(path)])
     assert forks == [1]
+    monkeypatch.setattr("k3doctor.explain.scan.usable_cpus", lambda: 64)  # 12 MiB: 3 blocks, 3 processes
+    SCANNER.explain_files([str(path)])
+    assert forks == [1, 1, 1]
+    monkeypatch.setattr("k3doctor.explain.scan.RANGE_MIN", 6 << 20)  # each range >= 6 MiB: 2 processes
+    SCANNER.explain_files([str(path)])
+    assert forks == [1, 1, 1, 1]
 
 
 def test_no_helper_process_is_left_behind(tmp_path: Path) -> None:
@@ -140,8 +221,8 @@ def test_the_cli_takes_jobs(tmp_path: Path) -> None:
 
     path = _log(tmp_path / "h.log", 2 * BLOCK + 999, 8)
     runs = [CliRunner().invoke(main, ["explain", "--log", str(path), "--jobs", j, "--format", "json"])
-            for j in ("1", "2")]
-    assert runs[0].exit_code == runs[1].exit_code == 0
-    assert runs[0].output.replace(" ", "") .split('"elapsed')[0] == runs[1].output.replace(" ", "").split('"elapsed')[0]
-    bad = CliRunner().invoke(main, ["explain", "--log", str(path), "--jobs", "3"])
-    assert bad.exit_code == 2
+            for j in ("1", "2", "3")]
+    assert [r.exit_code for r in runs] == [0, 0, 0]
+    assert len({r.output.replace(" ", "").split('"elapsed')[0] for r in runs}) == 1
+    for bad in ("0", "65", "two"):
+        assert CliRunner().invoke(main, ["explain", "--log", str(path), "--jobs", bad]).exit_code == 2

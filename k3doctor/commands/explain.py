@@ -196,9 +196,10 @@ def _read_or_fail(read: Any) -> Any:
               show_default=True, help="Output format (auto: rich on a terminal, text otherwise).")
 @click.option("--max", "limit", type=click.IntRange(min=0), default=10, show_default=True,
               help="Matches to show (0: all).")
-@click.option("--jobs", type=click.IntRange(1, 2), default=None, metavar="N",
-              help="Processes per --log file: 1 scans it in one; 2 lets a forked helper read its second "
-                   "half (default: 2 for a file of 64 MiB or more when two CPUs are free).")
+@click.option("--jobs", type=click.IntRange(1, 64), default=None, metavar="N",
+              help="Processes per --log file: 1 scans it in one; N cuts it into N ranges that forked "
+                   "helpers read at once (default, for a file of 64 MiB or more: one per usable CPU, "
+                   "at most 8, each range at least 32 MiB).")
 @output_to_file("the explanation")
 @click.pass_context
 def command(ctx: click.Context, args: tuple[str, ...], logs: tuple[str, ...], list_: bool,

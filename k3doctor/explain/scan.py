@@ -23,7 +23,7 @@ from .assemble import logical_lines
 from .fallback import FallbackModel, load_fallback
 from .kb import Signature, clean_line, load_kb
 from .prefilter import Prefilter, derive_anchors, fold, required_literals
-from .split_scan import SPLIT_MIN, FileView, Helper, usable_cpus
+from .split_scan import MAX_PROCS, RANGE_MIN, SPLIT_MIN, FileView, Helper, start_helpers, usable_cpus
 from .results import MAX_LINE, MEMO_LINES, Match, Report, _Aggregator, _Hits, _Memo
 
 __all__ = ["Match", "Report", "Scanner", "explain_text", "explain_paths"]
@@ -431,50 +431,64 @@ class Scanner:
         self._examine_deferred(agg)
         return agg.report([name], time.perf_counter() - t0, self.fallback)
 
-    def _helper(self, fd: int, span: tuple[int, int] | None, jobs: int | None) -> Helper | None:
-        """A forked stage-1 helper for the second half of a large whole file (:mod:`.split_scan`),
-        where two CPUs are there to use (``jobs``: None decides, 1 never, 2 whenever possible)."""
+    def _helpers(self, fd: int, span: tuple[int, int] | None, jobs: int | None) -> list[Helper]:
+        """Forked stage-1 helpers for the later ranges of a large whole file (:mod:`.split_scan`),
+        one per CPU there is to use (``jobs``: None decides; 1 never; N, N processes in all
+        whenever the file has N blocks)."""
         if span is None or self.prefilter.every_line or not hasattr(os, "fork"):
-            return None
-        if jobs is None and (span[1] - span[0] < SPLIT_MIN or usable_cpus() < 2):
-            return None
-        return Helper.start(self, fd, *span)
+            return []
+        if jobs is None:
+            size = span[1] - span[0]
+            if size < SPLIT_MIN:
+                return []
+            jobs = min(usable_cpus(), MAX_PROCS, size // RANGE_MIN)
+        if jobs < 2:
+            return []
+        return start_helpers(self, fd, span[0], span[1], jobs)
 
-    def _scan_split(self, fd: int, where: tuple[str, int], agg: "_Aggregator", helper: Helper, end: int) -> None:
-        """The first half here, the second half's candidates from ``helper`` (stage 2 here, in file
-        order); where the helper stopped early, the rest here as well."""
+    def _scan_split(self, fd: int, where: tuple[str, int], agg: "_Aggregator", helpers: list[Helper]) -> None:
+        """The first range here, the later ranges' candidates from ``helpers`` (stage 2 here, in
+        file order); where a helper stopped early, the rest of its range here as well."""
         from . import source
 
         name, file_index = where
-        head = source.range_chunks(fd, name, os.lseek(fd, 0, os.SEEK_CUR), helper.split_at)
+        head = source.range_chunks(fd, name, os.lseek(fd, 0, os.SEEK_CUR), helpers[0].split_at)
         try:
-            line_base, tail = self.scan_chunks(_draining(head, helper), name, agg, file_index,
+            line_base, tail = self.scan_chunks(_draining(head, helpers), name, agg, file_index,
                                                final_carry=False)
-            counted, done = helper.split_at, -1
-            for blk in helper.blocks():
-                agg.bytes += blk.end - max(counted, blk.offset)
-                counted, done = max(counted, blk.end), blk.end
-                if agg.progress is not None:
-                    agg.progress(agg.bytes)
-                view = FileView(fd, blk.offset, blk.length)
-                line_base = self._stage2(view, tail, blk.spans, blk.joined, blk.newlines, view[-1:] == b"\n",
-                                         (name, file_index, line_base), agg)
-                tail = view[-CONTEXT_BYTES:]
-            if helper.stopped is not None:  # the rest here, from the end of the last block it sent
-                resume = done if done >= 0 else helper.carry_from
-                agg.bytes -= counted - resume
-                self.scan_chunks(source.range_chunks(fd, name, resume, end), name, agg, file_index,
-                                 line_base=line_base, tail=tail)
+            counted = helpers[0].split_at  # bytes up to here are in agg.bytes
+            for n, helper in enumerate(helpers):
+                done = -1
+                for blk in helper.blocks(helpers[n + 1:]):
+                    agg.bytes += blk.end - max(counted, blk.offset)
+                    counted, done = max(counted, blk.end), blk.end
+                    if agg.progress is not None:
+                        agg.progress(agg.bytes)
+                    view = FileView(fd, blk.offset, blk.length)
+                    line_base = self._stage2(view, tail, blk.spans, blk.joined, blk.newlines,
+                                             view[-1:] == b"\n", (name, file_index, line_base), agg)
+                    tail = view[-CONTEXT_BYTES:]
+                if helper.stopped is not None:  # the rest here, from the end of the last block it sent
+                    resume = done if done >= 0 else helper.carry_from
+                    agg.bytes -= counted - resume
+                    line_base, tail = self.scan_chunks(
+                        _draining(source.range_chunks(fd, name, resume, helper.stop), helpers[n + 1:]),
+                        name, agg, file_index, line_base=line_base, tail=tail, final_carry=helper.final)
+                    counted = helper.stop
+                helper.close()
         finally:
-            helper.close()
+            for helper in helpers:
+                helper.close()
 
     def explain_files(self, paths: Iterable[str], prefilter: bool = True,
                       progress: Callable[[int], None] | None = None, jobs: int | None = None) -> Report:
         """Scan log files (``-``: stdin) under the caps of :mod:`.source`;
         ``progress(bytes_read_so_far)`` is called after every block. ``jobs``: 1 scans each file in
-        this process; 2 lets a forked helper run stage 1 on a file's second half
-        (:mod:`.split_scan`; the report is the same); None does that for a file of at least
-        :data:`~.split_scan.SPLIT_MIN` bytes when two CPUs are free. A file that cannot be read
+        this process; N (2 or more) lets forked helpers run stage 1 on the later ranges of a file
+        cut for N processes (:mod:`.split_scan`; the report is the same); None does that for a file
+        of at least :data:`~.split_scan.SPLIT_MIN` bytes with one process per usable CPU (at most
+        :data:`~.split_scan.MAX_PROCS`, each with at least :data:`~.split_scan.RANGE_MIN` bytes). A
+        file that cannot be read
         raises :class:`~k3doctor.boundedio.BoundedReadError` (one line, names the file)."""
         from . import source
 
@@ -492,21 +506,22 @@ class Scanner:
             names.append(p)
             try:
                 span = source.whole_range(fd) if prefilter and jobs != 1 else None
-                helper = self._helper(fd, span, jobs)
-                if helper is None or span is None:
-                    self.scan_chunks(source.log_chunks(fd, p, agg.notes), p, agg, i, prefilter)
+                helpers = self._helpers(fd, span, jobs)
+                if helpers:
+                    self._scan_split(fd, (p, i), agg, helpers)
                 else:
-                    self._scan_split(fd, (p, i), agg, helper, span[1])
+                    self.scan_chunks(source.log_chunks(fd, p, agg.notes), p, agg, i, prefilter)
             finally:
                 os.close(fd)
         self._examine_deferred(agg)
         return agg.report(names, time.perf_counter() - t0, self.fallback)
 
 
-def _draining(chunks: Iterable[bytes | None], helper: Helper) -> Iterable[bytes | None]:
-    """``chunks``, taking what the helper wrote between them (it never waits on a full pipe)."""
+def _draining(chunks: Iterable[bytes | None], helpers: Sequence[Helper]) -> Iterable[bytes | None]:
+    """``chunks``, taking what the helpers wrote between them (none waits on a full pipe)."""
     for chunk in chunks:
-        helper.drain()
+        for helper in helpers:
+            helper.drain()
         yield chunk
 
 

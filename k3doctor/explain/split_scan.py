@@ -1,55 +1,103 @@
-"""Two cores on one large log: a forked helper runs stage 1 on the second half of the file.
+"""Several cores on one large log: forked helpers run stage 1 on the later parts of the file.
 
 Stage 1 (fold, split, de-duplicate, search for anchors, assemble wrapped lines) is nearly all the
 time ``explain --log`` spends on a large log, and it is per block. For a regular file of at least
-:data:`SPLIT_MIN` bytes on a machine with two or more usable CPUs, a forked child runs stage 1 on
-the blocks from a :data:`~.scan.BLOCK` boundary near the middle (:data:`PARENT_SHARE`) on, while
-the parent scans the part before it as usual; the child sends each block's candidate spans (offsets, line indices, rejoined wrapped
-lines) through a pipe, and the parent runs stage 2 on them in file order, reading the candidate
-lines and their context back with ``pread``. The child cuts its blocks exactly where a scan of the
-whole file would (it starts with the partial line the parent's last block leaves over), so the
-report is the same as a one-process scan; ``tests/test_explain_split.py`` checks that on generated
-logs with wrapped lines, long lines and a line across the split.
+:data:`SPLIT_MIN` bytes on a machine with two or more usable CPUs (:func:`usable_cpus`: the
+affinity mask and a cgroup CPU quota, whichever is less), the file is cut at :data:`~.scan.BLOCK`
+boundaries into one range per process (:func:`boundaries`). The parent scans the first range as
+usual; each forked child runs stage 1 on its own range and sends each block's candidate spans
+(offsets, line indices, rejoined wrapped lines) through its pipe, and the parent runs stage 2 on
+them in file order, reading the candidate lines and their context back with ``pread``. Stage 2
+costs the parent a little per candidate, so its own range is the smaller one
+(:func:`parent_share`). Each child cuts its blocks exactly where a scan of the whole file would
+(it starts with the partial line the range before it leaves over, and leaves its own last partial
+line to the next range), so the report is the same as a one-process scan;
+``tests/test_explain_split.py`` checks that on generated logs with wrapped lines, long lines and
+lines across the cuts, for two and more processes.
 
-The child reads with ``pread`` only (the parent's file offset is shared and left alone), writes
+A child reads with ``pread`` only (the parent's file offset is shared and left alone), writes
 only to its pipe, and ends with ``os._exit``. Where it cannot go on (a line longer than
-:data:`~.results.MAX_LINE` in its half, more candidates than :data:`MAX_SPANS` or :data:`MAX_SENT`
-bytes of them, any error) it
-says so and stops; the parent then scans the rest itself from the end of the last block it got.
+:data:`~.results.MAX_LINE` in its range, more candidates than :data:`MAX_SPANS` or :data:`MAX_SENT`
+bytes of them, any error) it says so and stops; the parent then scans the rest of that range
+itself from the end of the last block it got.
 """
 
 from __future__ import annotations
 
 import errno
+import gc
 import marshal
 import os
 import select
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from .results import MAX_LINE
 
 if TYPE_CHECKING:  # pragma: no cover
     from .scan import Scanner
 
-__all__ = ["SPLIT_MIN", "Block", "FileView", "Helper", "usable_cpus"]
+__all__ = ["SPLIT_MIN", "MAX_PROCS", "Block", "FileView", "Helper", "boundaries", "parent_share",
+           "start_helpers", "usable_cpus"]
 
 SPLIT_MIN = 64 << 20     # smaller files are scanned in one process (a fork is not worth it)
-MAX_SPANS = 500_000      # candidate spans the child sends before it gives the rest back
+RANGE_MIN = 32 << 20     # by default each process gets at least this much of the file
+MAX_PROCS = 8            # processes per file by default (``--jobs`` may ask for more)
+MAX_SPANS = 500_000      # candidate spans a child sends before it gives the rest back
 MAX_SENT = 64 << 20      # ... and bytes (rejoined lines travel whole): the parent holds what is unread
-#: the parent's share of the file: it also runs stage 2 on every candidate and reads the child's
-#: back, so it takes a little less than half (measured: docs/benchmarks.md, explain --log)
-PARENT_SHARE = 0.45
+#: what stage 2 and reading a child's candidates back cost the parent, per byte of a child's
+#: range, as a fraction of what stage 1 costs per byte (measured: docs/benchmarks-explain.md);
+#: it sets the parent's share (0.45 with two processes)
+PARENT_COST = 0.18
 _HEAD = 8                # frame header: payload length, 8 bytes little-endian
+_CPU_MAX = "/sys/fs/cgroup/cpu.max"
 
 
 def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask, where the OS has one)."""
+    """CPUs this process may run on: its affinity mask (where the OS has one), and no more than a
+    cgroup v2 CPU quota allows (a container limited to 2 CPUs on a 64-core host gets 2)."""
     try:
-        return len(os.sched_getaffinity(0))
+        n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        n = os.cpu_count() or 1
+    try:
+        with open(_CPU_MAX, "rb") as f:  # "max 100000" (no quota) or "200000 100000"
+            quota, period = f.read(64).split()[:2]
+        if quota != b"max" and int(period) > 0:
+            n = min(n, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
+
+
+def parent_share(procs: int) -> float:
+    """The parent's share of a file scanned by ``procs`` processes: each child gets ``(1 - p) /
+    (procs - 1)``, and the parent's stage 1 on ``p`` plus its :data:`PARENT_COST` on the
+    children's ranges should take as long as one child's range."""
+    if procs < 2:
+        return 1.0
+    h = 1.0 / (procs - 1)
+    return max(0.0, (h - PARENT_COST) / (1.0 - PARENT_COST + h))
+
+
+def boundaries(begin: int, end: int, procs: int, block: int) -> list[int]:
+    """Where the ranges of ``procs`` processes start after the parent's, as absolute offsets on
+    ``block`` boundaries: strictly increasing, after at least one block of the parent's and at
+    least one block before ``end`` (fewer than ``procs - 1`` where the file is too short to give
+    each range a block)."""
+    if procs < 2 or end - begin <= block:
+        return []
+    p = parent_share(procs)
+    h = (1.0 - p) / (procs - 1)
+    blocks = (end - begin) / block
+    out: list[int] = []
+    for i in range(procs - 1):
+        k = max(1, round(blocks * (p + i * h)))
+        at = begin + k * block
+        if at <= end - block and (not out or at > out[-1]):
+            out.append(at)
+    return out
 
 
 @dataclass(frozen=True)
@@ -109,53 +157,47 @@ def _pread_all(fd: int, n: int, at: int) -> bytes:
 class Helper:
     """The forked child and its pipe, seen from the parent."""
 
-    def __init__(self, pid: int, rfd: int, split_at: int, carry_from: int) -> None:
-        #: the child's chunks start at ``split_at``; its first block at ``carry_from``, the start of
-        #: the partial line before the split (where the parent's last block ended)
+    def __init__(self, pid: int | None, rfd: int, split_at: int, carry_from: int, stop: int, final: bool) -> None:
+        #: the child's chunks are ``[split_at, stop)``; its first block starts at ``carry_from``, the
+        #: start of the partial line before the cut (where the range before it left off); unless
+        #: ``final``, its last partial line is left to the next range
         self.pid, self.rfd, self.split_at, self.carry_from = pid, rfd, split_at, carry_from
+        self.stop, self.final = stop, final
         self._buf = bytearray()
         self._eof = False
         #: why the child stopped early (None: it finished its half)
         self.stopped: str | None = None
 
     @classmethod
-    def start(cls, scanner: "Scanner", fd: int, begin: int, end: int) -> "Helper | None":
-        """Fork a child for the blocks of ``[split, end)`` of ``fd``, where ``split`` is the
-        :data:`~.scan.BLOCK` boundary nearest :data:`PARENT_SHARE` of ``[begin, end)``; None when there is
-        no such boundary with a newline in the block before it, or fork fails."""
-        from .scan import BLOCK
-
-        k = round((end - begin) / BLOCK * PARENT_SHARE)
-        split = begin + k * BLOCK
-        if k < 1 or split >= end:
-            return None
-        prev = _pread_all(fd, BLOCK, split - BLOCK)
-        nl = prev.rfind(b"\n")
-        if nl < 0:
-            return None  # a line longer than a block at the split: one process reads it
-        carry_from = split - BLOCK + nl + 1
-        scanner.prefilter  # built before the fork: both processes use the same anchors  # noqa: B018
+    def start(cls, scanner: "Scanner", fd: int, carry_from: int, split: int, stop: int,
+              final: bool) -> "Helper":
+        """Fork a child for the blocks of ``[split, stop)`` of ``fd`` (``split`` on a
+        :data:`~.scan.BLOCK` boundary, ``carry_from`` the start of the line across it; ``final``:
+        ``stop`` is the end of the file, so the child also scans the last partial line). Where
+        fork fails, a helper that has stopped before its first block: the parent scans its range."""
+        scanner.prefilter  # built before the fork: every process uses the same anchors  # noqa: B018
         rfd, wfd = os.pipe()
         try:
             with warnings.catch_warnings():  # (3.12+ warns when the parent has threads: the
                 warnings.simplefilter("ignore", DeprecationWarning)  # child runs no other code)
                 pid = os.fork()
-        except OSError:
-            os.close(rfd)
+        except OSError as exc:
             os.close(wfd)
-            return None
+            helper = cls(None, rfd, split, carry_from, stop, final)
+            helper._eof, helper.stopped = True, f"no helper process ({exc.strerror or exc})"
+            return helper
         if pid == 0:  # pragma: no cover - the child (measured by the parent's tests)
             code = 0
             try:
                 os.close(rfd)
-                _child(scanner, fd, wfd, carry_from, split, end)
+                _child(scanner, fd, wfd, carry_from, split, stop, final)
             except BaseException:
                 code = 1
             finally:
                 os._exit(code)
         os.close(wfd)
         os.set_blocking(rfd, False)
-        return cls(pid, rfd, split, carry_from)
+        return cls(pid, rfd, split, carry_from, stop, final)
 
     # -- reading the pipe -----------------------------------------------------------------------
     def drain(self) -> None:
@@ -183,8 +225,10 @@ class Helper:
         del self._buf[:_HEAD + n]
         return obj
 
-    def blocks(self) -> Iterator[Block]:
-        """The child's blocks in file order; afterwards :attr:`stopped` says whether it finished."""
+    def blocks(self, others: "Sequence[Helper]" = ()) -> Iterator[Block]:
+        """The child's blocks in file order; afterwards :attr:`stopped` says whether it finished.
+        While it waits, it also takes what ``others`` (the later children) wrote, so none of them
+        waits on a full pipe."""
         while True:
             obj = self._frame()
             if obj is None:
@@ -193,6 +237,8 @@ class Helper:
                     return
                 select.select([self.rfd], [], [], 1.0)
                 self.drain()
+                for other in others:
+                    other.drain()
                 continue
             kind = obj[0]
             if kind == "block":
@@ -209,6 +255,8 @@ class Helper:
             os.close(self.rfd)
         except OSError:
             pass
+        if self.pid is None:
+            return
         try:
             pid, _status = os.waitpid(self.pid, os.WNOHANG)
             if pid == 0:
@@ -219,6 +267,29 @@ class Helper:
         except OSError as exc:  # pragma: no cover
             if exc.errno != errno.ESRCH:
                 raise
+
+
+def start_helpers(scanner: "Scanner", fd: int, begin: int, end: int, procs: int) -> list[Helper]:
+    """Helpers for all ranges but the parent's (the first) of ``[begin, end)`` cut for ``procs``
+    processes (:func:`boundaries`), in file order. A cut inside a line longer than a block (no
+    newline in the block before it) is dropped: the range before it reads on to the next cut."""
+    from .scan import BLOCK
+
+    starts = []
+    for at in boundaries(begin, end, procs, BLOCK):
+        nl = _pread_all(fd, BLOCK, at - BLOCK).rfind(b"\n")
+        if nl >= 0:
+            starts.append((at - BLOCK + nl + 1, at))
+    stops = [at for _c, at in starts[1:]] + [end]
+    # the objects that exist now (the KB, the anchors) are shared with the children copy-on-write;
+    # frozen, the children's garbage collector never writes to them (which would copy every page
+    # that holds one: measured, 38 MB per child before, see docs/benchmarks-explain.md)
+    gc.freeze()
+    try:
+        return [Helper.start(scanner, fd, carry_from, at, stop, stop == end)
+                for (carry_from, at), stop in zip(starts, stops)]
+    finally:
+        gc.unfreeze()
 
 
 def _send(wfd: int, obj: Any) -> int:
@@ -232,11 +303,12 @@ def _send(wfd: int, obj: Any) -> int:
     return size
 
 
-def _child(scanner: "Scanner", fd: int, wfd: int, carry_from: int, split: int, end: int) -> None:  # pragma: no cover
+def _child(scanner: "Scanner", fd: int, wfd: int, carry_from: int, split: int, end: int,
+           final: bool = True) -> None:  # pragma: no cover
     """Stage 1 on ``[carry_from, end)``, cut into blocks as one process scanning from the start of
     the file would cut them (:meth:`Scanner.scan_chunks`): the partial line before ``split`` is
     the carry, each block ends at the last newline of what was read, and the last block takes the
-    final partial line."""
+    final partial line when ``final`` (else the next range starts with it)."""
     from .scan import BLOCK
 
     os.set_blocking(wfd, True)
@@ -265,7 +337,7 @@ def _child(scanner: "Scanner", fd: int, wfd: int, carry_from: int, split: int, e
             return
         pending_at += len(pending)
         pending, carry = buf[: cut + 1], buf[cut + 1:]
-    _flush(scanner, wfd, pending + carry, pending_at)
+    _flush(scanner, wfd, pending + carry if final else pending, pending_at)
     _send(wfd, ("end",))
 
 
