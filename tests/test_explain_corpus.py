@@ -147,7 +147,7 @@ def test_top1_on_the_heldout_split(prefilter):
     version rows (16/20 before use): 423/548 before its rules, 425/548 (77.55%) after: 0.775.
     Round 13 added 5 held-out rows (3/5 before use) and no rule: 428/553 (77.40%), re-measured and
     rounded down: 0.773. Round 14 added 13 held-out rows (8/13 before use): 436/566 (77.03%) before
-    its rules, 438/566 (77.39%) after, measured once at the end: 0.773 holds."""
+    its rules, 438/566 (77.39%) after: 0.773 holds."""
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
     assert acc >= 0.773, len(misses)
