@@ -19,6 +19,7 @@ classifier (signatures only), so the printed ratios say what the fallback adds.
     python benchmarks/validate_explain.py --framings   # answers kept when pastes are framed/wrapped
     python benchmarks/validate_explain.py --ordering   # right category matched but not first
     python benchmarks/validate_explain.py --fallback-only  # the fallback alone on the dev errors
+    python benchmarks/validate_explain.py --fallback-cv    # a learned category model vs the terms
 
 Held-out misses are deliberately not printed: reading them would be tuning on them.
 """
@@ -355,7 +356,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fallback-only", action="store_true",
                     help="the fallback alone (signatures removed) on the dev errors, with shipped and "
                          "leave-thread-out terms (with --misses: its dev misses); dev rows only")
+    ap.add_argument("--fallback-cv", action="store_true",
+                    help="a corpus-learned category model against the fallback terms: 5-fold "
+                         "cross-validation by thread on the dev errors (tools/fallback_model.py --cv)")
     args = ap.parse_args(argv)
+    if args.fallback_cv:
+        from tools.fallback_model import main as fallback_model
+
+        return fallback_model(["--cv"])
     if args.fallback_only:
         return score_fallback_only(args.misses, args.category)
     if args.framings:
