@@ -113,7 +113,10 @@ def test_top1_on_the_development_split(prefilter):
     964/1035 (93.14%), re-measured and rounded down: 0.931. Round 16's 16 dev rows (7/16 before use)
     took it to 955/1033 (92.45%); its rules (EPLB without the MixtureOfExperts interface, DeepGEMM
     'Unknown recipe', the KV-cache layer KeyError, [Bug] titles as error lines, layout terms)
-    brought it to 963/1033 (93.22%): 0.932 holds. MERGED-FIGURE"""
+    brought it to 963/1033 (93.22%): 0.932 holds. Round 18's 18 dev rows (version, parallelism,
+    other), scored before use, took it to 993/1070 (92.80%); the signatures written from them
+    (argparse's "unrecognized arguments", an engine object missing an attribute) and the pre-built
+    wheel terms brought it to 998/1070 (93.27%): 0.931 holds. MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
@@ -131,13 +134,16 @@ def test_fallback_alone_on_the_development_split():
     was dropped), so after them it stays 850/1034: re-measured and rounded down, 0.822. Round 15's
     18 dev rows (no fallback change): 847/1035 (81.84%), re-measured and rounded down: 0.818. Round
     16's 16 dev rows lowered it to 844/1033 (81.70%) before any rule changed; with its marker and
-    terms 850/1033 (82.285%), re-measured and rounded down: 0.822. MERGED-FIGURE"""
+    terms 850/1033 (82.285%), re-measured and rounded down: 0.822. Round 18's 18 dev rows lowered it
+    to 870/1070 (81.31%) before any rule changed; its fallback terms (argparse's "unrecognized
+    arguments" moved from version to other, pre-built wheels as version) took it to 874/1070
+    (81.68%): re-measured and rounded down, 0.816. MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.817, hits
+    assert hits / len(DEV) >= 0.816, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -160,7 +166,9 @@ def test_top1_on_the_heldout_split(prefilter):
     its rules, 438/566 (77.39%) after: 0.773 holds. Round 15 added 10 held-out rows (6/10 before
     use): 434/563 before its rules, 435/563 (77.26%) after, measured once at the end: 0.772. Round
     16 added 13 held-out rows (7/13 before use): 435/566 before its rules, 437/566 (77.21%) after,
-    re-measured and rounded down: 0.772. MERGED-FIGURE"""
+    re-measured and rounded down: 0.772. Round 18 added 9 held-out rows (6/9 before use): 451/585
+    (77.09%) before its rules and the same after, measured once at the end: re-measured and rounded
+    down, 0.770. MERGED-FIGURE"""
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
     assert acc >= 0.770, len(misses)
@@ -201,9 +209,10 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     hard line beside them; a WARNING line that names no failure is soft) took it to 3. This gate
     holds the published figure (docs/validation.md) and fails on any further alarm; it reports a
     count only. Round 9 (held-out benign lines scored before use) made it 4 of 217: re-measured on
-    the grown corpus, the gate is 4."""
+    the grown corpus, the gate is 4. Round 18 (15 benign lines scored before use, 1 flagged, a
+    held-out one) made it 5 of 266, before and after its rules: re-measured, the gate is 5."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 4, f"{n} held-out benign lines flagged"
+    assert n <= 5, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
@@ -247,7 +256,8 @@ def test_patterns_generalise_beyond_the_corpus_strings(seed):
     0.9299 at the lowest (seeds 1 and 3); on round 13's (no rule change): 0.9292 at the lowest
     (seed 3), so 0.929 holds; on round 14's, after its rules: 0.9323 at the lowest (seeds 1 and 2);
     on round 15's, after its rules: 0.9295 at the lowest (seeds 1 and 3), so 0.929 holds; on round
-    16's, after its rules: 0.9303 on all three seeds. MERGED-FIGURE"""
+    16's, after its rules: 0.9303 on all three seeds; on round 18's, after its rules: 0.9299 at the
+    lowest (seeds 1 and 3), so 0.929 holds. MERGED-FIGURE"""
     acc, misses = accuracy(DEV, False, _perturb(seed))
     assert acc >= 0.929, misses
 
