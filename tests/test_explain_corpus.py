@@ -108,7 +108,11 @@ def test_top1_on_the_development_split(prefilter):
     (kernel libraries): its 18 dev rows, scored before use, lowered it to 959/1035 (92.66%); the
     signatures widened or written from them (cuda-gdb exception names, "no SM70 kernel image",
     CUDA 13's cuda/std header layout, a truncated JIT-cache .so) brought it to 964/1035 (93.14%),
-    re-measured and rounded down: 0.931."""
+    re-measured and rounded down: 0.931. Round 17b (PyTorch and Ray): its 12 dev rows, scored
+    before use, lowered it to 971/1047 (92.74%); the rules written from them (the plasma store's
+    own "in object store because it is full" line, Ray 2.x's "Unable to connect to GCS at", the
+    autoscaler's placement-group bundle notice as benign, "invalid memory access" as a CUDA fault)
+    brought it to 975/1047 (93.12%): 0.931 holds."""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
@@ -122,13 +126,15 @@ def test_fallback_alone_on_the_development_split():
     20 dev rows lowered it to 834/1013 (82.33%) before any rule changed; with its version terms
     835/1013 (82.43%), re-measured and rounded down: 0.824. Round 13's 4 dev rows (no rule change):
     838/1017 (82.399%), re-measured and rounded down: 0.823. Round 15's 18 dev rows (no fallback
-    change): 847/1035 (81.84%), re-measured and rounded down: 0.818."""
+    change): 847/1035 (81.84%), re-measured and rounded down: 0.818. Round 17b's 12 dev rows
+    lowered it to 852/1047 (81.38%) before any rule changed; with "invalid memory access" as a
+    hard marker and a term, 853/1047 (81.47%), re-measured and rounded down: 0.814."""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.818, hits
+    assert hits / len(DEV) >= 0.814, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -148,10 +154,11 @@ def test_top1_on_the_heldout_split(prefilter):
     version rows (16/20 before use): 423/548 before its rules, 425/548 (77.55%) after: 0.775.
     Round 13 added 5 held-out rows (3/5 before use) and no rule: 428/553 (77.40%), re-measured and
     rounded down: 0.773. Round 15 added 10 held-out rows (6/10 before use): 434/563 before its
-    rules, 435/563 (77.26%) after, measured once at the end: 0.772."""
+    rules, 435/563 (77.26%) after, measured once at the end: 0.772. Round 17b added 9 held-out
+    rows (4/9 before use): 439/572 before its rules, 440/572 (76.92%) after: 0.769."""
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.772, len(misses)
+    assert acc >= 0.769, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
@@ -234,9 +241,10 @@ def test_patterns_generalise_beyond_the_corpus_strings(seed):
     (files r10_*), after its rule: 0.9285 at the lowest (seed 1); on round 12's, after its rules:
     0.9299 at the lowest (seeds 1 and 3); on round 13's (no rule change): 0.9292 at the lowest
     (seed 3), so 0.929 holds; on round 15's, after its rules: 0.9295 at the lowest (seeds 1 and 3),
-    so 0.929 holds."""
+    so 0.929 holds; on round 17b's: 0.9245 at the lowest with its rows and no rule change, 0.9284
+    (seed 2) after its rules, so 0.928."""
     acc, misses = accuracy(DEV, False, _perturb(seed))
-    assert acc >= 0.929, misses
+    assert acc >= 0.928, misses
 
 
 def test_the_cli_never_prints_a_traceback_on_any_corpus_excerpt():
