@@ -73,6 +73,8 @@ _RECORD_RX = rb"""
 | (?:INFO|WARN(?:ING)?|ERROR|DEBUG|CRITICAL|FATAL|TRACE|NOTICE|SEVERE|PANIC)\b
 | (?i:info|warn(?:ing)?|error|debug|critical|fatal|trace|notice)[:\]]   # warn: / info] in any case
 | (?:error|warning|fatal\ error|note|fatal):\                       # compiler diagnostics
+| [\w.-]{1,40}:\ (?:INFO|WARN(?:ING)?|ERROR|DEBUG|CRITICAL|FATAL)\b  # a library's logger: "wandb: WARNING"
+| [\w.-]{1,40}:\ (?i:info|warn(?:ing)?|error|debug|fatal):        # "libibverbs: Warning: ..."
 | [IWEF]\d{4}\ \d                                                  # glog without brackets
 | (?i:Traceback\b|File\ "|During\ handling|The\ above\ exception|Caused\ by)
 | [\w.-]{1,80}:\d{1,9}:\d{1,9}\ \[\d                               # NCCL host:pid:tid [gpu]
@@ -218,6 +220,7 @@ def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | 
     # each seam: line i continues into line i + 1; (clean: the next line starts like no record,
     # cut: line i is exactly the width, fold's cut)
     seams: dict[int, tuple[int, bool, bool]] = {}
+    soft_raised: set[int] = set()
     record = _RECORD.match
     # one line alone reaching near the width shows no wrap width (an unwrapped paste's longest line
     # reaches its own length): after it, only a line starting in lower case continues it outright
@@ -245,10 +248,16 @@ def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | 
             prev.endswith(_SENTENCE_END) and body[:1].isalpha() and prev.islower())  # a new sentence
         if alone and not maybe and not body[:1].islower():
             maybe = True  # the only full line: a quote, bracket or digit may start the next record
-        if not maybe and _SOFT_RECORD.match(cur, _lead(cur)) and _RAISED.search(body):
+        raised = bool(_SOFT_RECORD.match(cur, _lead(cur)) and _RAISED.search(body))
+        if raised:
             maybe = True  # a notice's record is not continued by a raised error without a wrap shown
         if maybe and _DANGLING.search(prev[-24:]):
-            maybe = False  # the line stops where no message ends ("... to", "... pattern 4:")
+            maybe = raised = False  # the line stops where no message ends ("... to", "... pattern 4:")
+        if raised and (reach != width or prev.endswith(_SENTENCE_END)):
+            # ... shown in the notice itself (a seam before it, or a cut at the width mid-sentence):
+            # the raised error's own continuation ("NCCL error in: " and a path line) is no sign
+            # that a notice ending in a full stop before it was wrapped
+            soft_raised.add(i)
         seams[i] = (len(body) + 1, not maybe, reach == width)
 
     def supports(j: int, cut: bool) -> bool:
@@ -262,7 +271,7 @@ def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | 
     for i in sorted(seams):
         grow, clean, cut = seams[i]
         # a line that may start a record continues one only inside a run wrapped anyway
-        if not clean and not (supports(i - 1, cut) or supports(i + 1, cut)):
+        if not clean and not (supports(i - 1, cut) or (i not in soft_raised and supports(i + 1, cut))):
             continue
         if end != i:
             first, size = i, len(_trim(line(i)))
