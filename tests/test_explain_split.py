@@ -129,6 +129,15 @@ def test_usable_cpus_follows_a_cgroup_quota(tmp_path: Path, monkeypatch: pytest.
     assert split_scan.usable_cpus() == 1
     quota.write_text("garbage\n")
     assert split_scan.usable_cpus() == 64
+    monkeypatch.setattr(split_scan, "_CPU_MAX", str(tmp_path / "none"))  # cgroup v1
+    cfs_q, cfs_p = tmp_path / "cpu.cfs_quota_us", tmp_path / "cpu.cfs_period_us"
+    monkeypatch.setattr(split_scan, "_CFS_QUOTA", str(cfs_q))
+    monkeypatch.setattr(split_scan, "_CFS_PERIOD", str(cfs_p))
+    cfs_q.write_text("-1\n")
+    cfs_p.write_text("100000\n")
+    assert split_scan.usable_cpus() == 64
+    cfs_q.write_text("400000\n")
+    assert split_scan.usable_cpus() == 4
 
 
 def test_a_failed_fork_leaves_its_range_to_the_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -51,24 +51,37 @@ MAX_SENT = 64 << 20      # ... and bytes (rejoined lines travel whole): the pare
 #: it sets the parent's share (0.45 with two processes)
 PARENT_COST = 0.18
 _HEAD = 8                # frame header: payload length, 8 bytes little-endian
-_CPU_MAX = "/sys/fs/cgroup/cpu.max"
+_CPU_MAX = "/sys/fs/cgroup/cpu.max"                    # cgroup v2
+_CFS_QUOTA = "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"     # cgroup v1
+_CFS_PERIOD = "/sys/fs/cgroup/cpu/cpu.cfs_period_us"
 
 
 def usable_cpus() -> int:
     """CPUs this process may run on: its affinity mask (where the OS has one), and no more than a
-    cgroup v2 CPU quota allows (a container limited to 2 CPUs on a 64-core host gets 2)."""
+    cgroup CPU quota allows (a container limited to 2 CPUs on a 64-core host gets 2)."""
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
+    quota = _cgroup_quota()
+    return max(1, n if quota is None else min(n, quota))
+
+
+def _cgroup_quota() -> int | None:
+    """Whole CPUs a cgroup CPU quota allows (v2 ``cpu.max``, else v1 ``cpu.cfs_quota_us`` /
+    ``cpu.cfs_period_us``), at least 1; None without a quota or where none can be read."""
     try:
         with open(_CPU_MAX, "rb") as f:  # "max 100000" (no quota) or "200000 100000"
             quota, period = f.read(64).split()[:2]
-        if quota != b"max" and int(period) > 0:
-            n = min(n, max(1, int(quota) // int(period)))
+        return None if quota == b"max" or int(period) <= 0 else max(1, int(quota) // int(period))
     except (OSError, ValueError):
         pass
-    return max(1, n)
+    try:
+        with open(_CFS_QUOTA, "rb") as q, open(_CFS_PERIOD, "rb") as pd:  # -1: no quota
+            quota_us, period_us = int(q.read(32)), int(pd.read(32))
+        return None if quota_us <= 0 or period_us <= 0 else max(1, quota_us // period_us)
+    except (OSError, ValueError):
+        return None
 
 
 def parent_share(procs: int) -> float:
