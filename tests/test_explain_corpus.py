@@ -120,7 +120,10 @@ def test_top1_on_the_development_split(prefilter):
     dev rows, scored before use, lowered it to 971/1047 (92.74%); the rules written from them (the
     plasma store's own "in object store because it is full" line, Ray 2.x's "Unable to connect to
     GCS at", the autoscaler's placement-group bundle notice as benign, "invalid memory access" as a
-    CUDA fault) brought it to 975/1047 (93.12%): 0.931 holds. MERGED-FIGURE"""
+    CUDA fault) brought it to 975/1047 (93.12%): 0.931 holds. Round 21's 11 dev rows (multi-node
+    transport, all right before use) took it to 1034/1109 (93.24%); its rules (aws-ofi-nccl errors,
+    Mooncake's GID probe, RDMA retry-count-exceeded as a hard marker, NCCL's level starting a record)
+    keep it there: 0.931 holds. MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
@@ -143,13 +146,16 @@ def test_fallback_alone_on_the_development_split():
     arguments" moved from version to other, pre-built wheels as version) took it to 874/1070
     (81.68%): re-measured and rounded down, 0.816. Round 17b's 12 dev rows lowered it to 852/1047
     (81.38%) before any rule changed; with "invalid memory access" as a hard marker and a term,
-    853/1047 (81.47%), re-measured and rounded down: 0.814. MERGED-FIGURE"""
+    853/1047 (81.47%), re-measured and rounded down: 0.814. Round 21's 11 dev rows lowered it to
+    902/1109 (81.33%) before any rule changed; NCCL's "NCCL INFO"/"file.cc:N NCCL WARN" starting a
+    record and RDMA retry-count-exceeded as a hard marker took it to 905/1109 (81.605%): re-measured
+    and rounded down, 0.816. MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.814, hits
+    assert hits / len(DEV) >= 0.816, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -175,10 +181,12 @@ def test_top1_on_the_heldout_split(prefilter):
     re-measured and rounded down: 0.772. Round 18 added 9 held-out rows (6/9 before use): 451/585
     (77.09%) before its rules and the same after, measured once at the end: re-measured and rounded
     down, 0.770. Round 17b added 9 held-out rows (4/9 before use): 439/572 before its rules, 440/572
-    (76.92%) after: 0.769. MERGED-FIGURE"""
+    (76.92%) after: 0.769. Round 21 added 7 held-out rows (7/7 before use): 471/614 before its
+    rules and the same after, measured once at the end: re-measured and rounded down, 0.767.
+    MERGED-FIGURE"""
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.764, len(misses)
+    assert acc >= 0.767, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
