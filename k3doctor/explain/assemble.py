@@ -78,6 +78,7 @@ _RECORD_RX = rb"""
 | [IWEF]\d{4}\ \d                                                  # glog without brackets
 | (?i:Traceback\b|File\ "|During\ handling|The\ above\ exception|Caused\ by)
 | [\w.-]{1,80}:\d{1,9}:\d{1,9}\ \[\d                               # NCCL host:pid:tid [gpu]
+| NCCL\ (?:INFO|WARN)\b | [\w./-]{1,200}\.(?:cc|cu|cpp|c|h):\d{1,6}\ NCCL\ WARN\b  # NCCL's level, host prefix cut
 | [*+\#$]\  | \xe2\x80\xa2 | >>> | \^ | ~~ | \#\d                   # bullets, prompts, carets
 | what\(\): | terminate\ called | Aborted | Segmentation\ fault | Fatal\ Python | Killed\b
 | at\ [\w.$<>]{1,200}\(                                            # a stack frame "at x.y("
