@@ -162,7 +162,12 @@ def test_fallback_alone_on_the_development_split():
     "not found in params_dict", 898/1104 (81.34%): re-measured and rounded down, 0.813. Round 21's
     11 dev rows lowered it to 902/1109 (81.33%) before any rule changed; NCCL's "NCCL
     INFO"/"file.cc:N NCCL WARN" starting a record and RDMA retry-count-exceeded as a hard marker
-    took it to 905/1109 (81.605%): re-measured and rounded down, 0.816. MERGED-FIGURE"""
+    took it to 905/1109 (81.605%): re-measured and rounded down, 0.816. Round 23 (checkpoint
+    loading; branched from a3b7630, 900/1107 and a gate of 0.813 there): its 9 dev rows took it to
+    906/1116 (81.18%) before any rule changed; with the kb_sources line of its trust_remote_code
+    signature and the fallback terms 'trust_remote_code' / 'custom code', 908/1117 (81.29%):
+    re-measured and rounded down, 0.812 (lowered: the grown corpus measures below 0.813).
+    MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
@@ -200,9 +205,11 @@ def test_top1_on_the_heldout_split(prefilter):
     old gate). Round 20 added 9 held-out rows (6/9 before use): 470/616 (76.30%) before its rules
     and the same after, measured once at the end: re-measured on the grown corpus and rounded down,
     0.762. Round 21 added 7 held-out rows (7/7 before use): 471/614 before its rules and the same
-    after, measured once at the end: re-measured and rounded down, 0.767. MERGED-FIGURE"""
-
-
+    after, measured once at the end: re-measured and rounded down, 0.767. Round 23 (branched from
+    a3b7630, 470/617 and a gate of 0.761 there) added 10 held-out rows (5/10 before use): 475/627
+    (75.76%) before its rules, 477/627 (76.08%) after, measured once at the end: re-measured and
+    rounded down, 0.760 (lowered: the new rows measure below the old gate; both held-out gains are
+    trust_remote_code rows, see docs/validation.md Round 23 disclosures). MERGED-FIGURE"""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
