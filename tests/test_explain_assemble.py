@@ -167,3 +167,23 @@ def test_a_failed_equality_check_does_not_continue_a_notice() -> None:
             "sub-optimal! Config file not found at /x.json\n"
             "expert_indices.size(1) == args->top_k (1 vs. 6) : expert_indices dim1 must match top_k.")
     assert logical_lines(text.encode()) == []
+
+
+def test_a_python_warning_line_starts_a_record():
+    """``path:line: XxxWarning: ...`` (Python's warnings format) is never the continuation of the
+    line above it, even where that line is as long as the block's longest (a dev benign line and
+    a dev error row of the corpus: round 20's seeded-probe failure)."""
+    from k3doctor.explain.assemble import wrapped_groups
+    from k3doctor.explain.scan import Scanner
+
+    warn = ("/usr/local/bin/render50:21: DeprecationWarning: pkg_resources is deprecated as an API. "
+            "See https://setuptools.pypa.io/en/latest/pkg_resources.html")
+    err = ("THCudaCheck FAIL file=/pytorch/aten/src/ATen/native/cuda/Normalization.cuh line=467 error=9 : "
+           "invalid configuration argument")
+    text = f"{warn}\n{err}\n{warn}".encode()
+    assert wrapped_groups(text)[0] == {}
+    top = Scanner().explain_bytes(text, prefilter=True).matches[0]
+    assert not top.benign and top.sig.category != "benign"
+    win = "c:\\src\\torch\\utils\\_config_module.py:440: UserWarning: Skipping serialization"
+    for line in (warn, win, "pypots/nn/local_attention.py:31: FutureWarning: `x` is deprecated"):
+        assert wrapped_groups(f"{err}\n{line}".encode())[0] == {}
