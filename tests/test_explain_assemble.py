@@ -187,3 +187,26 @@ def test_a_python_warning_line_starts_a_record():
     win = "c:\\src\\torch\\utils\\_config_module.py:440: UserWarning: Skipping serialization"
     for line in (warn, win, "pypots/nn/local_attention.py:31: FutureWarning: `x` is deprecated"):
         assert wrapped_groups(f"{err}\n{line}".encode())[0] == {}
+
+
+def test_a_compiler_diagnostic_starts_a_record():
+    """``file:line:col: error: ...`` (a compiler's diagnostic, a Windows path too) is never the
+    continuation of the line above it (a dev error row of the corpus between two copies of a dev
+    benign line: round 24's seeded-probe failure)."""
+    from k3doctor.explain.assemble import wrapped_groups
+    from k3doctor.explain.scan import Scanner
+
+    err = ("C:\\ComfyUI\\venv\\Lib\\site-packages\\sageattention\\attn_qk_int8_per_block.py:17:26: error: "
+           "'tt.load' op operation destroyed but still has uses\n        k_scale = tl.load(K_scale_ptr)\n"
+           "                         ^")
+    notice = ("W0611 21:28:26.564000 5848 torch\\_dynamo\\convert_frame.py:824] Set TORCH_LOGS=\"+dynamo\" "
+              "and TORCHDYNAMO_VERBOSE=1 for more information")
+    text = f"{notice}\n{err}\n{notice}".encode()
+    assert 0 not in wrapped_groups(text)[0]
+    top = Scanner().explain_bytes(text, prefilter=True).matches[0]
+    assert not top.benign
+    for diag in ("/src/x.cu(12): error: identifier", "kernel.cu:12:3: fatal error: cuda.h: No such file",
+                 "a.py:3: note: see here"):
+        if "(" in diag.split(":")[0]:
+            continue  # (nvcc's "file(12): error" form is not this rule's)
+        assert 0 not in wrapped_groups(f"{'x' * 130} and the line goes on to the width\n{diag}".encode())[0]

@@ -75,6 +75,7 @@ _RECORD_RX = rb"""
 | (?:error|warning|fatal\ error|note|fatal):\                       # compiler diagnostics
 | [\w.-]{1,40}:\ (?:INFO|WARN(?:ING)?|ERROR|DEBUG|CRITICAL|FATAL)\b  # a library's logger: "wandb: WARNING"
 | (?:[A-Za-z]:)?[^\s:]{1,300}:\d{1,7}:\ \w{0,60}Warning\b        # Python's warnings: "/x/y.py:21: UserWarning"
+| (?:[A-Za-z]:)?[^\s:]{1,300}:\d{1,7}:(?:\d{1,7}:)?\ (?:fatal\ )?(?:error|warning|note):  # "x.py:17:26: error: ..."
 | [\w.-]{1,40}:\ (?i:info|warn(?:ing)?|error|debug|fatal):        # "libibverbs: Warning: ..."
 | [IWEF]\d{4}\ \d                                                  # glog without brackets
 | (?i:Traceback\b|File\ "|During\ handling|The\ above\ exception|Caused\ by)
