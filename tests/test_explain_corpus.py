@@ -129,7 +129,8 @@ def test_top1_on_the_development_split(prefilter):
     attention backend) brought it to 1029/1104 (93.21%): 0.931 holds. Round 21's 11 dev rows
     (multi-node transport, all right before use) took it to 1034/1109 (93.24%); its rules
     (aws-ofi-nccl errors, Mooncake's GID probe, RDMA retry-count-exceeded as a hard marker, NCCL's
-    level starting a record) keep it there: 0.931 holds. MERGED-FIGURE"""
+    level starting a record) keep it there: 0.931 holds. Merged on main (rounds 14-27, 2026-12-05):
+    1102/1181 (93.31%): 0.931 holds."""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
@@ -170,7 +171,8 @@ def test_fallback_alone_on_the_development_split():
     (branched from a3b7630, gate 0.813 there, 900/1107): its 11 dev rows took it to 907/1118
     (81.13%) before any rule changed; its one rule is a signature, so it stays 907/1118: re-measured
     and rounded down, 0.811 (lowered: the new dev rows, six of them bare traceback frames, measure
-    below the old gate). MERGED-FIGURE"""
+    below the old gate). Merged on main (rounds 14-27, 2026-12-05): 960/1181 (81.29%;
+    leave-thread-out 934/1181): 0.812 holds."""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
@@ -218,11 +220,12 @@ def test_top1_on_the_heldout_split(prefilter):
     down, 0.760 (lowered: the new rows measure below the old gate). Round 27 (branched from ac26c8c,
     498/654 and a gate of 0.760 there) added 4 held-out rows (2/4 before use): 500/658 (75.99%)
     before its rule and the same after, measured once at the end: re-measured and rounded down,
-    0.759 (lowered: the new rows measure below the old gate). MERGED-FIGURE"""
+    0.759 (lowered: the new rows measure below the old gate). Merged on main (rounds 14-27,
+    2026-12-05): 506/665 (76.09%), rounded down: 0.760."""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.759, len(misses)
+    assert acc >= 0.760, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
@@ -310,7 +313,8 @@ def test_patterns_generalise_beyond_the_corpus_strings(seed):
     16's, after its rules: 0.9303 on all three seeds; on round 18's, after its rules: 0.9299 at the
     lowest (seeds 1 and 3), so 0.929 holds; on round 17b's: 0.9245 at the lowest with its rows and
     no rule change, 0.9284 (seed 2) after its rules, so 0.928; on round 19's, after its rules:
-    0.9322 at the lowest (seeds 1 and 3), so 0.929 holds. MERGED-FIGURE"""
+    0.9322 at the lowest (seeds 1 and 3), so 0.929 holds. Merged on main (rounds 14-27): 0.9306 at
+    the lowest (seed 1), so 0.928 holds."""
     acc, misses = accuracy(DEV, False, _perturb(seed))
     assert acc >= 0.928, misses
 
