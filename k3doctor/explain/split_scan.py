@@ -115,7 +115,7 @@ def boundaries(begin: int, end: int, procs: int, block: int) -> list[int]:
 
 @dataclass(frozen=True)
 class Block:
-    """One block of the child's half, as stage 1 left it."""
+    """One block of a child's range, as stage 1 left it."""
 
     offset: int          #: absolute file offset of the block's first byte
     length: int
@@ -178,7 +178,7 @@ class Helper:
         self.stop, self.final = stop, final
         self._buf = bytearray()
         self._eof = False
-        #: why the child stopped early (None: it finished its half)
+        #: why the child stopped early (None: it finished its range)
         self.stopped: str | None = None
 
     @classmethod
