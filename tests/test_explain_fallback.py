@@ -409,3 +409,16 @@ def test_edge_inputs(tmp_path, data):
     for args, inp in ((["-"], data), (["--log", str(p)], None)):
         r = run(["--format", "json", *args], input=inp)
         assert r.exit_code in (0, 1) and json.loads(r.output)["schema_version"] == 1
+
+
+def test_a_binary_file_gets_no_fallback_verdict():
+    """Strings between runs of NUL bytes (an executable or a core dump given as a log by mistake)
+    are no error line, so no low-confidence guess is made from them; a log line after the NUL
+    padding a crash can leave is still read."""
+    from k3doctor.explain import explain_text
+
+    binary = ("\x00\x00abcdfghiklmnopq:xABCD\x00\x00ignoring invalid width in environment variable COLUMNS: %s"
+              "\x00\x00--dired and --zero are incompatible\x00\x00")
+    assert explain_text(binary).matches == []
+    padded = explain_text("\x00\x00\x00\x00RuntimeError: something failed badly in the engine")
+    assert [m.sig.id for m in padded.matches] == ["fallback-other"]

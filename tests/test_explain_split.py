@@ -235,3 +235,24 @@ def test_the_cli_takes_jobs(tmp_path: Path) -> None:
     assert len({r.output.replace(" ", "").split('"elapsed')[0] for r in runs}) == 1
     for bad in ("0", "65", "two"):
         assert CliRunner().invoke(main, ["explain", "--log", str(path), "--jobs", bad]).exit_code == 2
+
+
+def test_closing_a_helper_twice_touches_nothing_else(tmp_path: Path) -> None:
+    """``close`` closes the pipe and reaps the child once: a second call (the scan closes each
+    helper when done and again on the way out) neither closes a reused descriptor nor signals a
+    reused pid."""
+    path = _log(tmp_path / "p.log", 3 * BLOCK, 14)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        [helper] = split_scan.start_helpers(SCANNER, fd, 0, path.stat().st_size, 2)
+        list(helper.blocks())
+        helper.close()
+        other = os.open(path, os.O_RDONLY)  # may take the pipe's old number
+        try:
+            helper.close()
+            os.fstat(other)  # still open
+        finally:
+            os.close(other)
+        assert helper.pid is None and helper.rfd == -1
+    finally:
+        os.close(fd)

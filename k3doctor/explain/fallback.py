@@ -80,6 +80,7 @@ _SOURCE_PATH = re.compile(r"(?:\.(?:py|pyx|cu|cuh|cc|cpp|cxx|c|h|hpp|hxx|inl|inc
 def _drop_source_paths(text: str) -> str:
     return _PATH.sub(lambda m: " " if _SOURCE_PATH.search(m.group()) else m.group(), text)
 LINE_CHARS = 2048        # characters of a line that are classified
+_NUL_RUNS = re.compile("\x00+")
 #: log-line decorations the engines and launchers put in front of a message: process tags
 #: ``(VllmWorker rank=0 pid=1)``, ``[rank0]:``, level + timestamp + source location, SGLang's
 #: ``[2025-01-01 00:00:00 TP0]``, glog ``[E1130 10:11:12.123 4 file.cc:12]`` (c10 leaves the
@@ -211,7 +212,11 @@ class FallbackModel:
 
     # -- line tests ------------------------------------------------------------------------------
     def is_error_line(self, text: str) -> bool:
-        """A strong marker, or an error marker on a line that is not at a non-error log level."""
+        """A strong marker, or an error marker on a line that is not at a non-error log level.
+        A "line" of a binary file (strings between runs of NUL bytes: an executable, a core dump)
+        is no error line; a log line after the NUL padding a crash can leave stays one."""
+        if "\x00" in text and len(_NUL_RUNS.findall(text.strip("\x00"))) > 0:
+            return False
         head = clean_line(text[:LINE_CHARS])
         if self.strong_markers.search(head):
             return True

@@ -25,7 +25,6 @@ itself from the end of the last block it got.
 from __future__ import annotations
 
 import errno
-import gc
 import marshal
 import os
 import select
@@ -264,17 +263,19 @@ class Helper:
 
     def close(self) -> None:
         """Stop the child if it still runs, reap it, close the pipe."""
-        try:
-            os.close(self.rfd)
-        except OSError:
-            pass
+        if self.rfd >= 0:  # (closed once: the number may be reused by a later open)
+            try:
+                os.close(self.rfd)
+            except OSError:
+                pass
+            self.rfd = -1
         if self.pid is None:
             return
+        pid, self.pid = self.pid, None  # (reaped once: a second close must not signal a reused pid)
         try:
-            pid, _status = os.waitpid(self.pid, os.WNOHANG)
-            if pid == 0:
-                os.kill(self.pid, 9)
-                os.waitpid(self.pid, 0)
+            if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
         except ChildProcessError:
             pass
         except OSError as exc:  # pragma: no cover
@@ -294,15 +295,8 @@ def start_helpers(scanner: "Scanner", fd: int, begin: int, end: int, procs: int)
         if nl >= 0:
             starts.append((at - BLOCK + nl + 1, at))
     stops = [at for _c, at in starts[1:]] + [end]
-    # the objects that exist now (the KB, the anchors) are shared with the children copy-on-write;
-    # frozen, the children's garbage collector never writes to them (which would copy every page
-    # that holds one: measured, 38 MB per child before, see docs/benchmarks-explain.md)
-    gc.freeze()
-    try:
-        return [Helper.start(scanner, fd, carry_from, at, stop, stop == end)
-                for (carry_from, at), stop in zip(starts, stops)]
-    finally:
-        gc.unfreeze()
+    return [Helper.start(scanner, fd, carry_from, at, stop, stop == end)
+            for (carry_from, at), stop in zip(starts, stops)]
 
 
 def _send(wfd: int, obj: Any) -> int:
@@ -338,7 +332,7 @@ def _child(scanner: "Scanner", fd: int, wfd: int, carry_from: int, split: int, e
         if cut < 0:
             if len(buf) > MAX_LINE:
                 _flush(scanner, wfd, pending, pending_at)  # (the parent reads the long line itself)
-                _send(wfd, ("stop", f"a line longer than {MAX_LINE >> 20} MiB after the split"))
+                _send(wfd, ("stop", f"a line longer than {MAX_LINE >> 20} MiB in its range"))
                 return
             carry = buf
             continue
@@ -346,7 +340,7 @@ def _child(scanner: "Scanner", fd: int, wfd: int, carry_from: int, split: int, e
         sent, sent_bytes = sent + spans, sent_bytes + size
         if sent > MAX_SPANS or sent_bytes > MAX_SENT:
             _send(wfd, ("stop", f"more than {MAX_SPANS:,} candidate lines or {MAX_SENT >> 20} MiB of them "
-                                "after the split"))
+                                "in its range"))
             return
         pending_at += len(pending)
         pending, carry = buf[: cut + 1], buf[cut + 1:]
