@@ -130,7 +130,9 @@ def test_top1_on_the_development_split(prefilter):
     (multi-node transport, all right before use) took it to 1034/1109 (93.24%); its rules
     (aws-ofi-nccl errors, Mooncake's GID probe, RDMA retry-count-exceeded as a hard marker, NCCL's
     level starting a record) keep it there: 0.931 holds. Merged on main (rounds 14-27, 2026-12-05):
-    1102/1181 (93.31%): 0.931 holds."""
+    1102/1181 (93.31%): 0.931 holds. Round 31 (branched from b6637dc, 1115/1194 there): its 7 dev
+    rows (3/7 before use) took it to 1118/1201 (93.09%) before any rule changed, below the gate;
+    its three signature changes brought it to 1121/1201 (93.34%): 0.931 holds."""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
@@ -174,13 +176,17 @@ def test_fallback_alone_on_the_development_split():
     below the old gate). Merged on main (rounds 14-27, 2026-12-05): 960/1181 (81.29%;
     leave-thread-out 934/1181): 0.812 holds. Round 29 (branched from ccadeb2): its 8 dev rows took
     it to 967/1189 (81.33%) before any rule changed; its rules are signatures, so it stays
-    967/1189: 0.812 holds."""
+    967/1189: 0.812 holds. Round 31 (SGLang 2025-26, branched from b6637dc, 972/1194 there): its 7
+    dev rows (3/7 for the fallback alone) took it to 975/1201 (81.18%) before any rule changed; its
+    rules are signatures (a 'parallelism' term suggested by tools/fallback_terms.py was tried and
+    changed nothing, so it was dropped), so it stays 975/1201: re-measured and rounded down, 0.811
+    (lowered: the new dev rows measure below the old gate)."""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.812, hits
+    assert hits / len(DEV) >= 0.811, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -227,11 +233,14 @@ def test_top1_on_the_heldout_split(prefilter):
     and a gate of 0.760 there) added 2 held-out rows (0/2 before use): 506/667 (75.86%) before its
     rules and the same after, measured once at the end: re-measured and rounded down, 0.758
     (lowered: the new rows measure below the old gate). Merged on main with round 28 (6/6 held-out
-    rows right before use): 512/673 (76.08%), rounded down: 0.760."""
+    rows right before use): 512/673 (76.08%), rounded down: 0.760. Round 31 (branched from b6637dc,
+    512/673 and a gate of 0.760 there) added 12 held-out rows (4/12 before use): 516/685 (75.33%)
+    before its rules and the same after, measured once at the end: re-measured and rounded down,
+    0.753 (lowered: the new rows measure below the old gate)."""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.760, len(misses)
+    assert acc >= 0.753, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
