@@ -174,13 +174,17 @@ def test_fallback_alone_on_the_development_split():
     below the old gate). Merged on main (rounds 14-27, 2026-12-05): 960/1181 (81.29%;
     leave-thread-out 934/1181): 0.812 holds. Round 29 (branched from ccadeb2): its 8 dev rows took
     it to 967/1189 (81.33%) before any rule changed; its rules are signatures, so it stays
-    967/1189: 0.812 holds."""
+    967/1189: 0.812 holds. Round 30 (vLLM threads >= 30000; branched from b6637dc, 972/1194 and a
+    gate of 0.812 there): its 10 dev rows took it to 976/1204 (81.06%) before any rule changed; with
+    the version terms for a failure tied to a release ("regression in v", "after upgrade to", ...)
+    977/1204 (81.146%): re-measured and rounded down, 0.811 (lowered: the new dev rows, five of them
+    answered by the round's signatures but not by the fallback alone, measure below the old gate)."""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.812, hits
+    assert hits / len(DEV) >= 0.811, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
