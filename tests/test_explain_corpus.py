@@ -131,8 +131,10 @@ def test_top1_on_the_development_split(prefilter):
     (aws-ofi-nccl errors, Mooncake's GID probe, RDMA retry-count-exceeded as a hard marker, NCCL's
     level starting a record) keep it there: 0.931 holds. Merged on main (rounds 14-27, 2026-12-05):
     1102/1181 (93.31%): 0.931 holds. Round 31 (branched from b6637dc, 1115/1194 there): its 7 dev
-    rows (3/7 before use) took it to 1118/1201 (93.09%) before any rule changed, below the gate;
-    its three signature changes brought it to 1121/1201 (93.34%): 0.931 holds."""
+    rows (3/7 before use) took it to 1118/1201 (93.09%) before any rule changed, below the gate; its
+    three signature changes brought it to 1121/1201 (93.34%): 0.931 holds. Round 30 (branched from
+    b6637dc, 1115/1194): its 10 dev rows (4/10 before use) took it to 1119/1204 (92.94%); its
+    signatures brought it to 1125/1204 (93.44%): 0.931 holds. MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
@@ -180,13 +182,19 @@ def test_fallback_alone_on_the_development_split():
     dev rows (3/7 for the fallback alone) took it to 975/1201 (81.18%) before any rule changed; its
     rules are signatures (a 'parallelism' term suggested by tools/fallback_terms.py was tried and
     changed nothing, so it was dropped), so it stays 975/1201: re-measured and rounded down, 0.811
-    (lowered: the new dev rows measure below the old gate)."""
+    (lowered: the new dev rows measure below the old gate). Round 30 (vLLM threads >= 30000;
+    branched from b6637dc, 972/1194 and a gate of 0.812 there): its 10 dev rows took it to 976/1204
+    (81.06%) before any rule changed; with the version terms for a failure tied to a release
+    ("regression in v", "after upgrade to", ...) 977/1204 (81.146%): re-measured and rounded down,
+    0.811 (lowered: the new dev rows, five of them answered by the round's signatures but not by the
+    fallback alone, measure below the old gate). Merged on main with rounds 31 and 33: 992/1225
+    (80.98%), rounded down: 0.809. MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.811, hits
+    assert hits / len(DEV) >= 0.809, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -236,7 +244,9 @@ def test_top1_on_the_heldout_split(prefilter):
     rows right before use): 512/673 (76.08%), rounded down: 0.760. Round 31 (branched from b6637dc,
     512/673 and a gate of 0.760 there) added 12 held-out rows (4/12 before use): 516/685 (75.33%)
     before its rules and the same after, measured once at the end: re-measured and rounded down,
-    0.753 (lowered: the new rows measure below the old gate)."""
+    0.753 (lowered: the new rows measure below the old gate). Round 30 (branched from b6637dc,
+    512/673) added 8 held-out rows (6/8 before use): 518/681 before its rules, 519/681 (76.21%)
+    after, measured once at the end: 0.760 holds. MERGED-FIGURE"""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
