@@ -130,7 +130,11 @@ def test_top1_on_the_development_split(prefilter):
     (multi-node transport, all right before use) took it to 1034/1109 (93.24%); its rules
     (aws-ofi-nccl errors, Mooncake's GID probe, RDMA retry-count-exceeded as a hard marker, NCCL's
     level starting a record) keep it there: 0.931 holds. Merged on main (rounds 14-27, 2026-12-05):
-    1102/1181 (93.31%): 0.931 holds."""
+    1102/1181 (93.31%): 0.931 holds. Round 32 (multi-node transport libraries; branched from
+    b6637dc, 1115/1194 there): its 14 dev rows (4/14 before use) took it to 1119/1208 (92.63%);
+    its signatures (NIXL's UCX backend unusable, rdma-core user-space mismatch, NVSHMEM proxy crash
+    frames, NCCL symmetric VA exhausted, DeepEP 'Unsupported RDMA ranks', Mooncake NIC selection)
+    brought it to 1128/1208 (93.38%): 0.931 holds."""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
@@ -174,13 +178,16 @@ def test_fallback_alone_on_the_development_split():
     below the old gate). Merged on main (rounds 14-27, 2026-12-05): 960/1181 (81.29%;
     leave-thread-out 934/1181): 0.812 holds. Round 29 (branched from ccadeb2): its 8 dev rows took
     it to 967/1189 (81.33%) before any rule changed; its rules are signatures, so it stays
-    967/1189: 0.812 holds."""
+    967/1189: 0.812 holds. Round 32 (branched from b6637dc, 972/1194 there): its 14 dev rows (4/14
+    for the fallback alone: NIXL, Mooncake, DeepEP and NCCL messages the terms do not cover) took it
+    to 976/1208 (80.79%) before any rule changed; its rules are signatures, so it stays 976/1208:
+    re-measured and rounded down, 0.807 (lowered: the new dev rows measure below the old gate)."""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.812, hits
+    assert hits / len(DEV) >= 0.807, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -227,7 +234,9 @@ def test_top1_on_the_heldout_split(prefilter):
     and a gate of 0.760 there) added 2 held-out rows (0/2 before use): 506/667 (75.86%) before its
     rules and the same after, measured once at the end: re-measured and rounded down, 0.758
     (lowered: the new rows measure below the old gate). Merged on main with round 28 (6/6 held-out
-    rows right before use): 512/673 (76.08%), rounded down: 0.760."""
+    rows right before use): 512/673 (76.08%), rounded down: 0.760. Round 32 (branched from b6637dc,
+    512/673 and a gate of 0.760 there) added 12 held-out rows (10/12 before use): 522/685 (76.20%)
+    before its rules and the same after, measured once at the end: 0.760 holds."""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
