@@ -134,7 +134,11 @@ def test_top1_on_the_development_split(prefilter):
     rows (3/7 before use) took it to 1118/1201 (93.09%) before any rule changed, below the gate; its
     three signature changes brought it to 1121/1201 (93.34%): 0.931 holds. Round 30 (branched from
     b6637dc, 1115/1194): its 10 dev rows (4/10 before use) took it to 1119/1204 (92.94%); its
-    signatures brought it to 1125/1204 (93.44%): 0.931 holds. MERGED-FIGURE"""
+    signatures brought it to 1125/1204 (93.44%): 0.931 holds. Round 32 (multi-node transport
+    libraries; branched from b6637dc, 1115/1194 there): its 14 dev rows (4/14 before use) took it to
+    1119/1208 (92.63%); its signatures (NIXL's UCX backend unusable, rdma-core user-space mismatch,
+    NVSHMEM proxy crash frames, NCCL symmetric VA exhausted, DeepEP 'Unsupported RDMA ranks',
+    Mooncake NIC selection) brought it to 1128/1208 (93.38%): 0.931 holds. MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
@@ -188,13 +192,18 @@ def test_fallback_alone_on_the_development_split():
     ("regression in v", "after upgrade to", ...) 977/1204 (81.146%): re-measured and rounded down,
     0.811 (lowered: the new dev rows, five of them answered by the round's signatures but not by the
     fallback alone, measure below the old gate). Merged on main with rounds 31 and 33: 992/1225
-    (80.98%), rounded down: 0.809. MERGED-FIGURE"""
+    (80.98%), rounded down: 0.809. Round 32 (branched from b6637dc, 972/1194 there): its 14 dev rows
+    (4/14 for the fallback alone: NIXL, Mooncake, DeepEP and NCCL messages the terms do not cover)
+    took it to 976/1208 (80.79%) before any rule changed; its rules are signatures, so it stays
+    976/1208: re-measured and rounded down, 0.807 (lowered: the new dev rows measure below the old
+    gate). Merged on main with rounds 30, 31 and 33: 996/1239 (80.39%), rounded down: 0.803.
+    MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.809, hits
+    assert hits / len(DEV) >= 0.803, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -246,7 +255,9 @@ def test_top1_on_the_heldout_split(prefilter):
     before its rules and the same after, measured once at the end: re-measured and rounded down,
     0.753 (lowered: the new rows measure below the old gate). Round 30 (branched from b6637dc,
     512/673) added 8 held-out rows (6/8 before use): 518/681 before its rules, 519/681 (76.21%)
-    after, measured once at the end: 0.760 holds. MERGED-FIGURE"""
+    after, measured once at the end: 0.760 holds. Round 32 (branched from b6637dc, 512/673 and a
+    gate of 0.760 there) added 12 held-out rows (10/12 before use): 522/685 (76.20%) before its
+    rules and the same after, measured once at the end: 0.760 holds. MERGED-FIGURE"""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
