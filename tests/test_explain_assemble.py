@@ -156,8 +156,14 @@ def test_a_benign_line_at_the_wrap_width_does_not_swallow_the_error_under_it() -
     rest = "nodes and the communicator falls back to NCCL for every all-reduce on this rank of the group!!"
     rest += "x" * (len(head) - len(rest) - 2)
     error = "[Bug] vllm only builds sm_120, not sm_121 on DGX Spark"
-    text = f"{head}\n{rest}\n{error}\n{head}\n{rest}"
+    text = f"{head}\n{rest}\n{error}\n{head}\n{rest}\nINFO 03-01 10:00:01 [llm_engine.py:9] done"
     assert wrapped_groups(text.encode())[0] == {0: 2, 3: 4}  # the error line is taken into the notice
+    got = Scanner().explain_bytes(text.encode(), prefilter=True)
+    assert [m.sig.id for m in got.matches] == ["arch-missing-from-build", "custom-allreduce-disabled"]
+    # ending on the notice's last piece, the paste shows that piece is where the notice ends (a
+    # wrapped line goes on the same way wherever it is printed): the error line stays apart
+    text = f"{head}\n{rest}\n{error}\n{head}\n{rest}"
+    assert wrapped_groups(text.encode())[0] == {0: 1, 3: 4}
     got = Scanner().explain_bytes(text.encode(), prefilter=True)
     assert [m.sig.id for m in got.matches] == ["arch-missing-from-build", "custom-allreduce-disabled"]
 
@@ -210,3 +216,62 @@ def test_a_compiler_diagnostic_starts_a_record():
         if "(" in diag.split(":")[0]:
             continue  # (nvcc's "file(12): error" form is not this rule's)
         assert 0 not in wrapped_groups(f"{'x' * 130} and the line goes on to the width\n{diag}".encode())[0]
+
+
+def test_a_lone_longest_line_ending_a_sentence_is_not_continued_in_lower_case():
+    """The one line of a paste that reaches its width, ending a sentence, is an unwrapped paste's
+    longest line: the lower-case line under it (``torch.compile failed``, a quoted ``use_fast``) is
+    a record of its own (dev rows of the corpus between two copies of a dev benign line: the
+    merged rounds 30-33's seeded-probe failures). A file name cut after its dot goes on."""
+    warn = ("~/envs/lib/python3.12/site-packages/torch/distributed/distributed_c10d.py:4876: UserWarning: "
+            "barrier(): using the device under current context. You can specify `device_id` in "
+            "`init_process_group` to mute this warning.")
+    err = 'torch.compile failed. "g++: error: /tmp/torchinductor_**** file not found"'
+    text = f"{warn}\n{err}\n{warn}".encode()
+    assert wrapped_groups(text)[0] == {}
+    top = Scanner().explain_bytes(text, prefilter=True).matches[0]
+    assert not top.benign
+    version = ("flashinfer-cubin version (0.6.13) does not match flashinfer version (0.6.14). Please install "
+               "the same version of both packages. Set FLASHINFER_DISABLE_VERSION_CHECK=1 to bypass this check.")
+    notice = ("`use_fast` is set to `True` but the image processor class does not have a fast version.  "
+              "Falling back to the slow version.")
+    assert wrapped_groups(f"{notice}\n{version}\n{notice}".encode())[0] == {}
+    # a cut inside a file name, after its dot: the two pieces are one line (as before)
+    cut = ("user:852750:852750 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.\n"
+           "so: cannot open shared object file: No such file or directory")
+    assert wrapped_groups(cut.encode())[0] == {0: 1}
+    # and without the full stop, a lower-case line still continues the only full line
+    assert wrapped_groups(f"{'x' * 120} and the sentence goes on past the\nwidth of the line".encode())[0] == {0: 1}
+
+
+def test_a_source_location_with_a_level_and_state_dict_items_start_records():
+    """NCCL's ``include/socket.h:344 WARN`` (host prefix cut off) and ``load_state_dict``'s items
+    (``size mismatch for``, ``Missing key(s) in``, ``Unexpected key(s) in``) start records: never
+    glued onto the longest line above them (dev error rows under dev NCCL INFO lines)."""
+    info = ("qh100-gpu20:39634:39692 [5] NCCL INFO comm 0x5558e3c10180 rank 13 nRanks 16 nNodes 2 "
+            "localRanks 8 localRank 5 MNNVL 0")
+    for line in ("include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol",
+                 "size mismatch for lm.lm_head.weight: copying a param with shape torch.Size([50400, 4096])",
+                 "Missing key(s) in state_dict: \"model.embed.weight\"",
+                 "Unexpected key(s) in state_dict: \"lm_head.bias\""):
+        text = f"{info}\n{line}\n{info}".encode()
+        assert wrapped_groups(text)[0] == {}, line
+        top = Scanner().explain_bytes(text, prefilter=True).matches
+        assert top and not top[0].benign, line
+
+
+def test_a_line_printed_again_ends_where_it_ends():
+    """A wrapped line goes on the same way wherever it is printed again. So a full line that is
+    printed again as the paste's last line is not continued by the line under it (a dev error row
+    between two copies of a dev benign line of about its length: the merged rounds 30-33's
+    seeded-probe failure)."""
+    info = ("(APIServer pid=2709055) INFO 09-29 09:43:31 [api_server.py:1818] vLLM API server version "
+            "0.11.0rc2.dev18+gcd87bfbf3")
+    err = "vllm:0.9.2-r36.4-cu126-22.04-flashinfer fail with Unsupported gpu architecture 'compute_100a'"
+    text = f"{info}\n{err}\n{info}".encode()
+    assert wrapped_groups(text)[0] == {}
+    top = Scanner().explain_bytes(text, prefilter=True).matches
+    assert top and top[0].sig.id == "toolchain-unknown-gpu-target"
+    # the same pair once, or followed by the same line each time, still reads as one wrapped line
+    assert wrapped_groups(f"{info}\n{err}".encode())[0] == {0: 1}
+    assert wrapped_groups(f"{info}\n{err}\n{info}\n{err}".encode())[0] == {0: 1, 2: 3}

@@ -80,7 +80,8 @@ _RECORD_RX = rb"""
 | [IWEF]\d{4}\ \d                                                  # glog without brackets
 | (?i:Traceback\b|File\ "|During\ handling|The\ above\ exception|Caused\ by)
 | [\w.-]{1,80}:\d{1,9}:\d{1,9}\ \[\d                               # NCCL host:pid:tid [gpu]
-| NCCL\ (?:INFO|WARN)\b | [\w./-]{1,200}\.(?:cc|cu|cpp|c|h):\d{1,6}\ NCCL\ WARN\b  # NCCL's level, host prefix cut
+| NCCL\ (?:INFO|WARN)\b | [\w./-]{1,200}\.(?:cc|cu|cpp|c|h|hpp):\d{1,6}\ (?:NCCL\ )?WARN\b  # NCCL's level, host prefix cut
+| (?:size\ mismatch\ for|Missing\ key\(s\)\ in|Unexpected\ key\(s\)\ in)\                  # load_state_dict's items
 | [*+\#$]\  | \xe2\x80\xa2 | >>> | \^ | ~~ | \#\d                   # bullets, prompts, carets
 | what\(\): | terminate\ called | Aborted | Segmentation\ fault | Fatal\ Python | Killed\b
 | at\ [\w.$<>]{1,200}\(                                            # a stack frame "at x.y("
@@ -102,6 +103,9 @@ _MAYBE = re.compile(_MAYBE_RX, re.VERBOSE)
 #: a newline whose next line starts (after its frame) with a word longer than SLACK
 _LONG_NEXT = re.compile(rb"\n" + _LEAD_RX + rb"\S{%d}" % (SLACK + 1))
 _SENTENCE_END = (b".", b"!", b"?", b")", b"]", b"'", b'"', b"`")
+_FULL_STOP = (b".", b"!", b"?")
+#: the rest of a file name cut after its dot: a short extension and the punctuation after it
+_EXTENSION = re.compile(rb"[a-z0-9]{1,5}(?:[:)/,;'\"\]]|\r?\Z)")
 _HEADER = re.compile(rb"(?:File \"|Traceback \()", re.IGNORECASE)
 #: a line that stops where no message ends: after a function word, a colon or dash, or a log
 #: level with no message after it (a wrap cut it there; a code line ending in "(" or "," is a
@@ -228,9 +232,12 @@ def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | 
     # one line alone reaching near the width shows no wrap width (an unwrapped paste's longest line
     # reaches its own length): after it, only a line starting in lower case continues it outright
     alone = len(counted) < 2 or sum(1 for k in counted if lens[order[k]] >= width - SLACK) < 2
+    # a wrapped line goes on the same way wherever it is printed again, so a full line printed
+    # again as the block's last line ends where it ends
+    final = line(last)
     for k in compress(range(len(order)), map(not_, map(record, nxts))):
         i, cur, nxt = order[k], curs[k], nxts[k]
-        if nxt == cur:
+        if nxt == cur or cur == final:
             continue  # (a line printed again, on every rank or retry, is a record of its own)
         body = nxt[_lead(nxt):]
         if record(body) or (body[:2] == b"- " and cur[_lead(cur):][:2] == b"- "):
@@ -249,8 +256,13 @@ def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | 
             continue  # a whole traceback frame header: the code line under it is a record
         maybe = bool(_MAYBE.match(body)) or body[:1].isupper() or (
             prev.endswith(_SENTENCE_END) and body[:1].isalpha() and prev.islower())  # a new sentence
-        if alone and not maybe and not body[:1].islower():
-            maybe = True  # the only full line: a quote, bracket or digit may start the next record
+        if alone and not maybe and (not body[:1].islower() or (
+                prev.endswith(_FULL_STOP) and not _EXTENSION.match(body))):
+            # the only full line: a quote, bracket or digit may start the next record; and where it
+            # ends a sentence it is an unwrapped paste's longest line, so a line after it in lower
+            # case (``torch.compile failed``, a quoted ``use_fast``) starts a record of its own,
+            # unless it goes on with a file name's extension (``libnccl-net.`` / ``so: cannot``)
+            maybe = True
         raised = bool(_SOFT_RECORD.match(cur, _lead(cur)) and _RAISED.search(body))
         if raised:
             maybe = True  # a notice's record is not continued by a raised error without a wrap shown
