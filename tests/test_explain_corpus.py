@@ -227,11 +227,14 @@ def test_top1_on_the_heldout_split(prefilter):
     and a gate of 0.760 there) added 2 held-out rows (0/2 before use): 506/667 (75.86%) before its
     rules and the same after, measured once at the end: re-measured and rounded down, 0.758
     (lowered: the new rows measure below the old gate). Merged on main with round 28 (6/6 held-out
-    rows right before use): 512/673 (76.08%), rounded down: 0.760."""
+    rows right before use): 512/673 (76.08%), rounded down: 0.760. Round 34 (branched from b6637dc,
+    512/673 and a gate of 0.760 there) added 6 held-out rows (1/6 before use): 513/679 (75.55%)
+    before its rules and the same after, measured once at the end: re-measured and rounded down,
+    0.755 (lowered: the new rows measure below the old gate)."""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.760, len(misses)
+    assert acc >= 0.755, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
