@@ -118,6 +118,8 @@ _SOFT_RECORD = re.compile(rb"[^\n]{0,120}?\b(?:INFO|WARN(?:ING)?|DEBUG|NOTICE)\b
 #: an exception raised in a line: ``RuntimeError:``, ``torch.OutOfMemoryError:``; or a failed
 #: equality check, which prints both sides (``x.size(1) == top_k (1 vs. 6)``: TORCH_CHECK_EQ)
 _RAISED = re.compile(rb"\b[A-Za-z_][\w.]{0,120}(?:Error|Exception):|==[^\n]{1,120}?\(-?\w{1,40} vs\. -?\w{1,40}\)")
+#: a line that starts with a raised exception: ``ConnectionError: ...``, ``torch.OutOfMemoryError: ...``
+_RAISED_START = re.compile(rb"(?:[A-Za-z_]\w{0,40}\.){0,8}[A-Z]\w{0,60}(?:Error|Exception): \S")
 
 
 def _trim(line: bytes) -> bytes:
@@ -266,8 +268,11 @@ def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | 
         raised = bool(_SOFT_RECORD.match(cur, _lead(cur)) and _RAISED.search(body))
         if raised:
             maybe = True  # a notice's record is not continued by a raised error without a wrap shown
-        if maybe and _DANGLING.search(prev[-24:]):
+        if maybe and _DANGLING.search(prev[-24:]) and not (alone and _RAISED_START.match(body)):
             maybe = raised = False  # the line stops where no message ends ("... to", "... pattern 4:")
+            # (round 34: unless no wrap width shows and the next line starts with a raised exception,
+            # "ConnectionError: ..." under "UserWarning: Failed to load image Python extension: ",
+            # dev benign row pytorch/vision#8192: Python prints the exception as a record of its own)
         if raised and (reach != width or prev.endswith(_SENTENCE_END)):
             # ... shown in the notice itself (a seam before it, or a cut at the width mid-sentence):
             # the raised error's own continuation ("NCCL error in: " and a path line) is no sign
