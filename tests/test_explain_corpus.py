@@ -198,13 +198,17 @@ def test_fallback_alone_on_the_development_split():
     976/1208: re-measured and rounded down, 0.807 (lowered: the new dev rows measure below the old
     gate). Merged on main with rounds 30, 31 and 33: 996/1239 (80.39%), rounded down: 0.803. With
     round 34 merged too (its fallback terms for unexpected keyword arguments): 1000/1245 (80.32%):
-    0.803 holds. MERGED-FIGURE"""
+    0.803 holds. Round 36 (RL frameworks driving vLLM/SGLang; branched from 1dc4593, 996/1239
+    there): its 11 dev rows (7/11 for the fallback alone) took it to 1003/1250 (80.24%) before any
+    rule changed; its rules are signatures, so it stays 1003/1250: re-measured and rounded down,
+    0.802 (lowered: the new dev rows measure below the old gate). Merged on main with rounds 30-34
+    and 36: 1007/1256 (80.18%), rounded down: 0.801. MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.803, hits
+    assert hits / len(DEV) >= 0.801, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -263,11 +267,12 @@ def test_top1_on_the_heldout_split(prefilter):
     (75.55%) before its rules and the same after, measured once at the end: re-measured and rounded
     down, 0.755 (lowered: the new rows measure below the old gate). Merged on main with rounds 30-34
     (and the line-assembly change that followed the merges, worked out on dev rows): 542/719
-    (75.38%), rounded down: 0.753. MERGED-FIGURE"""
+    (75.38%), rounded down: 0.753. With round 36 merged too (its 13 held-out rows 8/13 before use):
+    551/732 (75.27%), rounded down: 0.752. MERGED-FIGURE"""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.753, len(misses)
+    assert acc >= 0.752, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
