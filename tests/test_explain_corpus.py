@@ -197,13 +197,18 @@ def test_fallback_alone_on_the_development_split():
     took it to 976/1208 (80.79%) before any rule changed; its rules are signatures, so it stays
     976/1208: re-measured and rounded down, 0.807 (lowered: the new dev rows measure below the old
     gate). Merged on main with rounds 30, 31 and 33: 996/1239 (80.39%), rounded down: 0.803.
-    MERGED-FIGURE"""
+    Round 35 (Ray GPU serving/training threads; branched from 1dc4593, 996/1239 there): its 7 dev
+    rows (1/7 for the fallback alone; the OOM-killer and no-node-type rows are signatures') took it
+    to 997/1246 (80.02%) before any rule changed; with "has no attribute" weighed 3 (an
+    AttributeError names an API that moved, not what its attribute's name says: two dev rows
+    gained, none lost) 999/1246 (80.18%): re-measured and rounded down, 0.801 (lowered: the new dev
+    rows measure below the old gate). MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.803, hits
+    assert hits / len(DEV) >= 0.801, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
