@@ -202,13 +202,19 @@ def test_fallback_alone_on_the_development_split():
     there): its 11 dev rows (7/11 for the fallback alone) took it to 1003/1250 (80.24%) before any
     rule changed; its rules are signatures, so it stays 1003/1250: re-measured and rounded down,
     0.802 (lowered: the new dev rows measure below the old gate). Merged on main with rounds 30-34
-    and 36: 1007/1256 (80.18%), rounded down: 0.801. MERGED-FIGURE"""
+    and 36: 1007/1256 (80.18%), rounded down: 0.801. Round 35 (Ray GPU serving/training threads;
+    branched from 1dc4593, 996/1239 there): its 7 dev rows (1/7 for the fallback alone; the
+    OOM-killer and no-node-type rows are signatures') took it to 997/1246 (80.02%) before any rule
+    changed; with "has no attribute" weighed 3 (an AttributeError names an API that moved, not what
+    its attribute's name says: two dev rows gained, none lost) 999/1246 (80.18%): re-measured and
+    rounded down, 0.801 (lowered: the new dev rows measure below the old gate). Merged on main with
+    rounds 30-36: 1010/1263 (79.97%), rounded down: 0.799. MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.801, hits
+    assert hits / len(DEV) >= 0.799, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -268,11 +274,12 @@ def test_top1_on_the_heldout_split(prefilter):
     down, 0.755 (lowered: the new rows measure below the old gate). Merged on main with rounds 30-34
     (and the line-assembly change that followed the merges, worked out on dev rows): 542/719
     (75.38%), rounded down: 0.753. With round 36 merged too (its 13 held-out rows 8/13 before use):
-    551/732 (75.27%), rounded down: 0.752. MERGED-FIGURE"""
+    551/732 (75.27%), rounded down: 0.752. With round 35 merged too (its 6 held-out rows 3/6 before
+    use): 554/738 (75.07%), rounded down: 0.750. MERGED-FIGURE"""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.752, len(misses)
+    assert acc >= 0.750, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
