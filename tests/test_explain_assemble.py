@@ -236,6 +236,11 @@ def test_a_lone_longest_line_ending_a_sentence_is_not_continued_in_lower_case():
     notice = ("`use_fast` is set to `True` but the image processor class does not have a fast version.  "
               "Falling back to the slow version.")
     assert wrapped_groups(f"{notice}\n{version}\n{notice}".encode())[0] == {}
+    # a full stop inside closing code ticks ends the sentence too (a dev error row under a dev notice)
+    oor = ("`triton.runtime.autotuner.OutOfResources: out of resource: shared memory, Required: 663808, "
+           "Hardware limit: 101376. Reducing block sizes or `num_stages` may help.`")
+    short = "`torch_dtype` is deprecated! Use `dtype` instead"
+    assert wrapped_groups(f"{short}\n{oor}\n{short}".encode())[0] == {}
     # a cut inside a file name, after its dot: the two pieces are one line (as before)
     cut = ("user:852750:852750 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.\n"
            "so: cannot open shared object file: No such file or directory")

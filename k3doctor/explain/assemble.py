@@ -259,10 +259,11 @@ def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | 
         maybe = bool(_MAYBE.match(body)) or body[:1].isupper() or (
             prev.endswith(_SENTENCE_END) and body[:1].isalpha() and prev.islower())  # a new sentence
         if alone and not maybe and (not body[:1].islower() or (
-                prev.endswith(_FULL_STOP) and not _EXTENSION.match(body))):
+                prev.rstrip(b"`'\")]").endswith(_FULL_STOP) and not _EXTENSION.match(body))):
             # the only full line: a quote, bracket or digit may start the next record; and where it
             # ends a sentence it is an unwrapped paste's longest line, so a line after it in lower
-            # case (``torch.compile failed``, a quoted ``use_fast``) starts a record of its own,
+            # case (``torch.compile failed``, a quoted ``use_fast``) starts a record of its own (a
+            # full stop inside closing code ticks or quotes too, as in "... may help.`"),
             # unless it goes on with a file name's extension (``libnccl-net.`` / ``so: cannot``)
             maybe = True
         raised = bool(_SOFT_RECORD.match(cur, _lead(cur)) and _RAISED.search(body))
