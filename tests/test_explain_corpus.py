@@ -197,13 +197,19 @@ def test_fallback_alone_on_the_development_split():
     took it to 976/1208 (80.79%) before any rule changed; its rules are signatures, so it stays
     976/1208: re-measured and rounded down, 0.807 (lowered: the new dev rows measure below the old
     gate). Merged on main with rounds 30, 31 and 33: 996/1239 (80.39%), rounded down: 0.803.
+    Round 37 (GPU-cluster deploy tools; branched from 1dc4593, 996/1239 there): its 11 dev rows (7/11
+    for the fallback alone: NIXL import and plugin-load failures and a UCX transport warning read as
+    network, an illegal memory access the thread traced to a CUDA mismatch) took it to 1003/1250
+    (80.24%) before any rule changed; its rules are signatures plus a hedge exemption for glog ERROR
+    lines that leaves the count at 1003/1250: re-measured and rounded down, 0.802 (lowered: the new
+    dev rows measure below the old gate).
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.803, hits
+    assert hits / len(DEV) >= 0.802, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
