@@ -86,53 +86,53 @@ def test_split_is_by_thread_and_fixed_by_rule():
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
 def test_top1_on_the_development_split(prefilter):
     """Gate just under the figure since rounds 4 and 5 added fresh dev rows (many labelled by a
-    thread's conclusion that the message alone cannot show; docs/validation.md). 0.945 became
-    0.94 with round 7c: its 24 dev rows took the figure to 824/874 (94.3%), and the precision
-    gates (a fallback verdict needs a hard error line, a WARNING line that names no failure is
-    soft) cost 2 more rows for 3 fewer dev and 4 fewer held-out benign alarms: 822/874 (94.05%).
-    0.94 became 0.935 with round 8: its 70 dev rows (scored 70.7% before use, with its held-out
-    rows) took the figure to 869/944 (92.1%); the families written from them brought it to
-    884/944 (93.6%). The rest are rows whose thread label departs from the message's usual meaning
-    (a "no kernel image" that the thread fixed with another wheel, NCCL 'invalid argument' fixed by
-    an NCCL upgrade, Ray's generic actor-death text). Round 9 re-measured on the grown corpus: its
-    19 dev rows, scored before use, lowered the figure to 897/963 (93.1%); the signatures written
-    from them (arch gaps named in titles, nvidia-smi ERR!, nested Ray placement groups) brought it
-    to 902/963 (93.67%): 0.936. The fallback's hard markers and terms of round 10 (derived from
-    the dev rows the fallback alone left silent or misread): 903/963 (93.77%): 0.937. Round 11
-    (docs; files r10_*) re-measured on the grown corpus: its 30 dev rows, scored before use,
-    lowered the figure to 921/993 (92.75%); the cuBLAS-on-H20 SIGFPE signature written from four of
-    them brought it to 925/993 (93.15%): 0.931. Round 12 (version-focused) re-measured on the grown
-    corpus: its 20 dev rows, scored before use, took the figure to 942/1013 (92.99%); the
-    model-type KeyError signature and triton in the attribute-skew pattern brought it to 945/1013
-    (93.29%): 0.932. Round 13 (no rule change) took it to 948/1017 (93.22%): 0.932 holds. Round 14's
-    17 dev rows, scored before use, took it to 961/1034 (92.94%); the signatures widened and written
-    from its dev rows brought it to 966/1034 (93.42%): 0.932 holds. Round 15 (kernel libraries,
-    branched from the same commit as round 14): its 18 dev rows, scored before use, lowered it to
-    959/1035 (92.66%); the signatures widened or written from them (cuda-gdb exception names, "no
-    SM70 kernel image", CUDA 13's cuda/std header layout, a truncated JIT-cache .so) brought it to
-    964/1035 (93.14%), re-measured and rounded down: 0.931. Round 16's 16 dev rows (7/16 before use)
-    took it to 955/1033 (92.45%); its rules (EPLB without the MixtureOfExperts interface, DeepGEMM
-    'Unknown recipe', the KV-cache layer KeyError, [Bug] titles as error lines, layout terms)
-    brought it to 963/1033 (93.22%): 0.932 holds. Round 18's 18 dev rows (version, parallelism,
-    other), scored before use, took it to 993/1070 (92.80%); the signatures written from them
-    (argparse's "unrecognized arguments", an engine object missing an attribute) and the pre-built
-    wheel terms brought it to 998/1070 (93.27%): 0.931 holds. Round 17b (PyTorch and Ray): its 12
-    dev rows, scored before use, lowered it to 971/1047 (92.74%); the rules written from them (the
-    plasma store's own "in object store because it is full" line, Ray 2.x's "Unable to connect to
-    GCS at", the autoscaler's placement-group bundle notice as benign, "invalid memory access" as a
-    CUDA fault) brought it to 975/1047 (93.12%): 0.931 holds. Round 19 (FlashInfer / sgl-kernel;
-    branched from 3bac614, where the gate reads 0.931): its 9 dev rows (6/9 before use) left it at
-    1003/1077 (93.13%); its signatures (the AlignedAllocator tail, FlashInfer artifacts not
-    downloaded, an undeclared CUDA API) brought it to 1007/1077 (93.50%): 0.931 holds. Round 20's 6
-    dev rows (3/6 before use) lowered it to 1026/1104 (92.93%); its signatures (a quantization
-    tensor "not found in params_dict", the fused norm's residual-row check, SGLang's unsupported ViT
-    attention backend) brought it to 1029/1104 (93.21%): 0.931 holds. Round 21's 11 dev rows
-    (multi-node transport, all right before use) took it to 1034/1109 (93.24%); its rules
-    (aws-ofi-nccl errors, Mooncake's GID probe, RDMA retry-count-exceeded as a hard marker, NCCL's
-    level starting a record) keep it there: 0.931 holds. Merged on main (rounds 14-27, 2026-12-05):
-    1102/1181 (93.31%): 0.931 holds. Round 31 (branched from b6637dc, 1115/1194 there): its 7 dev
-    rows (3/7 before use) took it to 1118/1201 (93.09%) before any rule changed, below the gate; its
-    three signature changes brought it to 1121/1201 (93.34%): 0.931 holds. Round 30 (branched from
+    thread's conclusion that the message alone cannot show; docs/validation.md). 0.945 became 0.94
+    with round 7c: its 24 dev rows took the figure to 824/874 (94.3%), and the precision gates (a
+    fallback verdict needs a hard error line, a WARNING line that names no failure is soft) cost 2
+    more rows for 3 fewer dev and 4 fewer held-out benign alarms: 822/874 (94.05%). 0.94 became
+    0.935 with round 8: its 70 dev rows (scored 70.7% before use, with its held-out rows) took the
+    figure to 869/944 (92.1%); the families written from them brought it to 884/944 (93.6%). The
+    rest are rows whose thread label departs from the message's usual meaning (a "no kernel image"
+    that the thread fixed with another wheel, NCCL 'invalid argument' fixed by an NCCL upgrade,
+    Ray's generic actor-death text). Round 9 re-measured on the grown corpus: its 19 dev rows,
+    scored before use, lowered the figure to 897/963 (93.1%); the signatures written from them (arch
+    gaps named in titles, nvidia-smi ERR!, nested Ray placement groups) brought it to 902/963
+    (93.67%): 0.936. The fallback's hard markers and terms of round 10 (derived from the dev rows
+    the fallback alone left silent or misread): 903/963 (93.77%): 0.937. Round 11 (docs; files
+    r10_*) re-measured on the grown corpus: its 30 dev rows, scored before use, lowered the figure
+    to 921/993 (92.75%); the cuBLAS-on-H20 SIGFPE signature written from four of them brought it to
+    925/993 (93.15%): 0.931. Round 12 (version-focused) re-measured on the grown corpus: its 20 dev
+    rows, scored before use, took the figure to 942/1013 (92.99%); the model-type KeyError signature
+    and triton in the attribute-skew pattern brought it to 945/1013 (93.29%): 0.932. Round 13 (no
+    rule change) took it to 948/1017 (93.22%): 0.932 holds. Round 14's 17 dev rows, scored before
+    use, took it to 961/1034 (92.94%); the signatures widened and written from its dev rows brought
+    it to 966/1034 (93.42%): 0.932 holds. Round 15 (kernel libraries, branched from the same commit
+    as round 14): its 18 dev rows, scored before use, lowered it to 959/1035 (92.66%); the
+    signatures widened or written from them (cuda-gdb exception names, "no SM70 kernel image", CUDA
+    13's cuda/std header layout, a truncated JIT-cache .so) brought it to 964/1035 (93.14%),
+    re-measured and rounded down: 0.931. Round 16's 16 dev rows (7/16 before use) took it to
+    955/1033 (92.45%); its rules (EPLB without the MixtureOfExperts interface, DeepGEMM 'Unknown
+    recipe', the KV-cache layer KeyError, [Bug] titles as error lines, layout terms) brought it to
+    963/1033 (93.22%): 0.932 holds. Round 18's 18 dev rows (version, parallelism, other), scored
+    before use, took it to 993/1070 (92.80%); the signatures written from them (argparse's
+    "unrecognized arguments", an engine object missing an attribute) and the pre-built wheel terms
+    brought it to 998/1070 (93.27%): 0.931 holds. Round 17b (PyTorch and Ray): its 12 dev rows,
+    scored before use, lowered it to 971/1047 (92.74%); the rules written from them (the plasma
+    store's own "in object store because it is full" line, Ray 2.x's "Unable to connect to GCS at",
+    the autoscaler's placement-group bundle notice as benign, "invalid memory access" as a CUDA
+    fault) brought it to 975/1047 (93.12%): 0.931 holds. Round 19 (FlashInfer / sgl-kernel; branched
+    from 3bac614, where the gate reads 0.931): its 9 dev rows (6/9 before use) left it at 1003/1077
+    (93.13%); its signatures (the AlignedAllocator tail, FlashInfer artifacts not downloaded, an
+    undeclared CUDA API) brought it to 1007/1077 (93.50%): 0.931 holds. Round 20's 6 dev rows (3/6
+    before use) lowered it to 1026/1104 (92.93%); its signatures (a quantization tensor "not found
+    in params_dict", the fused norm's residual-row check, SGLang's unsupported ViT attention
+    backend) brought it to 1029/1104 (93.21%): 0.931 holds. Round 21's 11 dev rows (multi-node
+    transport, all right before use) took it to 1034/1109 (93.24%); its rules (aws-ofi-nccl errors,
+    Mooncake's GID probe, RDMA retry-count-exceeded as a hard marker, NCCL's level starting a
+    record) keep it there: 0.931 holds. Merged on main (rounds 14-27, 2026-12-05): 1102/1181
+    (93.31%): 0.931 holds. Round 31 (branched from b6637dc, 1115/1194 there): its 7 dev rows (3/7
+    before use) took it to 1118/1201 (93.09%) before any rule changed, below the gate; its three
+    signature changes brought it to 1121/1201 (93.34%): 0.931 holds. Round 30 (branched from
     b6637dc, 1115/1194): its 10 dev rows (4/10 before use) took it to 1119/1204 (92.94%); its
     signatures brought it to 1125/1204 (93.44%): 0.931 holds. Round 32 (multi-node transport
     libraries; branched from b6637dc, 1115/1194 there): its 14 dev rows (4/14 before use) took it to
@@ -141,153 +141,160 @@ def test_top1_on_the_development_split(prefilter):
     Mooncake NIC selection) brought it to 1128/1208 (93.38%): 0.931 holds. Round 38 (kernel-library
     errors in vLLM/SGLang threads; branched from 1dc4593, 1158/1239 there): its 11 dev rows (8/11
     before use) took it to 1166/1250 (93.28%); its signatures (CUDA 'named symbol not found', 'IMA'
-    titles, numpy cumsum out= refusal) brought it to 1169/1250 (93.52%): 0.931 holds. MERGED-FIGURE"""
+    titles, numpy cumsum out= refusal) brought it to 1169/1250 (93.52%): 0.931 holds. Merged on main
+    with rounds 30-38: 1198/1285 (93.23%): 0.931 holds. MERGED-FIGUREMERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
 
 
 def test_fallback_alone_on_the_development_split():
-    """The fallback with every signature removed (benign ones too): what answers an error nobody
-    wrote a signature for (``python benchmarks/validate_explain.py --fallback-only``). 774/963
-    (80.4%) before round 10's hard markers and derived terms, 802/963 (83.3%) after: 0.83.
-    Round 11's 30 dev rows (no fallback change): 820/993 (82.58%), re-measured: 0.825. Round 12's
-    20 dev rows lowered it to 834/1013 (82.33%) before any rule changed; with its version terms
-    835/1013 (82.43%), re-measured and rounded down: 0.824. Round 13's 4 dev rows (no rule change):
-    838/1017 (82.399%), re-measured and rounded down: 0.823. Round 14's 17 dev rows lowered it to
-    850/1034 (82.205%) before any rule changed; its rules are signatures (the fallback term tried
-    was dropped), so after them it stays 850/1034: re-measured and rounded down, 0.822. Round 15's
-    18 dev rows (no fallback change): 847/1035 (81.84%), re-measured and rounded down: 0.818. Round
-    16's 16 dev rows lowered it to 844/1033 (81.70%) before any rule changed; with its marker and
-    terms 850/1033 (82.285%), re-measured and rounded down: 0.822. Round 18's 18 dev rows lowered it
-    to 870/1070 (81.31%) before any rule changed; its fallback terms (argparse's "unrecognized
-    arguments" moved from version to other, pre-built wheels as version) took it to 874/1070
-    (81.68%): re-measured and rounded down, 0.816. Round 17b's 12 dev rows lowered it to 852/1047
-    (81.38%) before any rule changed; with "invalid memory access" as a hard marker and a term,
-    853/1047 (81.47%), re-measured and rounded down: 0.814. Round 19 (branched from 3bac614, gate
-    0.817 there, 873/1068): its 9 dev rows took it to 879/1077 (81.62%) before any rule changed; its
-    rules are signatures (two fallback terms tried, '/cubins/' and 'artifactory', matched nothing
-    because the fallback drops paths and URLs, and were dropped), so it stays 879/1077: re-measured
-    and rounded down, 0.816 (lowered because the grown corpus measures below 0.817). Round 20's 6
-    dev rows (SGLang 2025-26; 2/6 for the fallback alone) lowered it to 896/1104 (81.16%) before any
-    rule changed; with a Gloo send/recv-timeout term and a hard marker for a quantization tensor
-    "not found in params_dict", 898/1104 (81.34%): re-measured and rounded down, 0.813. Round 21's
-    11 dev rows lowered it to 902/1109 (81.33%) before any rule changed; NCCL's "NCCL
-    INFO"/"file.cc:N NCCL WARN" starting a record and RDMA retry-count-exceeded as a hard marker
-    took it to 905/1109 (81.605%): re-measured and rounded down, 0.816. Round 23 (checkpoint
-    loading; branched from a3b7630, 900/1107 and a gate of 0.813 there): its 9 dev rows took it to
-    906/1116 (81.18%) before any rule changed; with the kb_sources line of its trust_remote_code
-    signature and the fallback terms 'trust_remote_code' / 'custom code', 908/1117 (81.29%):
-    re-measured and rounded down, 0.812 (lowered: the grown corpus measures below 0.813). Round 22
-    (branched from a3b7630, gate 0.813 there, 900/1107): its 11 dev rows took it to 907/1118
-    (81.13%) before any rule changed; its one rule is a signature, so it stays 907/1118: re-measured
-    and rounded down, 0.811 (lowered: the new dev rows, six of them bare traceback frames, measure
-    below the old gate). Merged on main (rounds 14-27, 2026-12-05): 960/1181 (81.29%;
-    leave-thread-out 934/1181): 0.812 holds. Round 29 (branched from ccadeb2): its 8 dev rows took
-    it to 967/1189 (81.33%) before any rule changed; its rules are signatures, so it stays
-    967/1189: 0.812 holds. Round 31 (SGLang 2025-26, branched from b6637dc, 972/1194 there): its 7
-    dev rows (3/7 for the fallback alone) took it to 975/1201 (81.18%) before any rule changed; its
-    rules are signatures (a 'parallelism' term suggested by tools/fallback_terms.py was tried and
-    changed nothing, so it was dropped), so it stays 975/1201: re-measured and rounded down, 0.811
-    (lowered: the new dev rows measure below the old gate). Round 30 (vLLM threads >= 30000;
-    branched from b6637dc, 972/1194 and a gate of 0.812 there): its 10 dev rows took it to 976/1204
-    (81.06%) before any rule changed; with the version terms for a failure tied to a release
-    ("regression in v", "after upgrade to", ...) 977/1204 (81.146%): re-measured and rounded down,
-    0.811 (lowered: the new dev rows, five of them answered by the round's signatures but not by the
-    fallback alone, measure below the old gate). Merged on main with rounds 31 and 33: 992/1225
-    (80.98%), rounded down: 0.809. Round 32 (branched from b6637dc, 972/1194 there): its 14 dev rows
-    (4/14 for the fallback alone: NIXL, Mooncake, DeepEP and NCCL messages the terms do not cover)
-    took it to 976/1208 (80.79%) before any rule changed; its rules are signatures, so it stays
-    976/1208: re-measured and rounded down, 0.807 (lowered: the new dev rows measure below the old
-    gate). Merged on main with rounds 30, 31 and 33: 996/1239 (80.39%), rounded down: 0.803. With
-    round 34 merged too (its fallback terms for unexpected keyword arguments): 1000/1245 (80.32%):
-    0.803 holds. Round 36 (RL frameworks driving vLLM/SGLang; branched from 1dc4593, 996/1239
-    there): its 11 dev rows (7/11 for the fallback alone) took it to 1003/1250 (80.24%) before any
-    rule changed; its rules are signatures, so it stays 1003/1250: re-measured and rounded down,
-    0.802 (lowered: the new dev rows measure below the old gate). Merged on main with rounds 30-34
-    and 36: 1007/1256 (80.18%), rounded down: 0.801. Round 35 (Ray GPU serving/training threads;
-    branched from 1dc4593, 996/1239 there): its 7 dev rows (1/7 for the fallback alone; the
-    OOM-killer and no-node-type rows are signatures') took it to 997/1246 (80.02%) before any rule
-    changed; with "has no attribute" weighed 3 (an AttributeError names an API that moved, not what
-    its attribute's name says: two dev rows gained, none lost) 999/1246 (80.18%): re-measured and
-    rounded down, 0.801 (lowered: the new dev rows measure below the old gate). Merged on main with
-    rounds 30-36: 1010/1263 (79.97%), rounded down: 0.799. Round 38 (branched from 1dc4593, 996/1239
-    there; no fallback term changed): its 11 dev rows took it to 1004/1250 (80.32%): 0.803 holds.
-    Merged on main with rounds 30-36 and 38: 1018/1274 (79.91%): 0.799 holds. MERGED-FIGURE"""
+    """The fallback with every signature removed (benign ones too): what answers an error nobody wrote
+    a signature for (``python benchmarks/validate_explain.py --fallback-only``). 774/963 (80.4%)
+    before round 10's hard markers and derived terms, 802/963 (83.3%) after: 0.83. Round 11's 30 dev
+    rows (no fallback change): 820/993 (82.58%), re-measured: 0.825. Round 12's 20 dev rows lowered
+    it to 834/1013 (82.33%) before any rule changed; with its version terms 835/1013 (82.43%),
+    re-measured and rounded down: 0.824. Round 13's 4 dev rows (no rule change): 838/1017 (82.399%),
+    re-measured and rounded down: 0.823. Round 14's 17 dev rows lowered it to 850/1034 (82.205%)
+    before any rule changed; its rules are signatures (the fallback term tried was dropped), so
+    after them it stays 850/1034: re-measured and rounded down, 0.822. Round 15's 18 dev rows (no
+    fallback change): 847/1035 (81.84%), re-measured and rounded down: 0.818. Round 16's 16 dev rows
+    lowered it to 844/1033 (81.70%) before any rule changed; with its marker and terms 850/1033
+    (82.285%), re-measured and rounded down: 0.822. Round 18's 18 dev rows lowered it to 870/1070
+    (81.31%) before any rule changed; its fallback terms (argparse's "unrecognized arguments" moved
+    from version to other, pre-built wheels as version) took it to 874/1070 (81.68%): re-measured
+    and rounded down, 0.816. Round 17b's 12 dev rows lowered it to 852/1047 (81.38%) before any rule
+    changed; with "invalid memory access" as a hard marker and a term, 853/1047 (81.47%),
+    re-measured and rounded down: 0.814. Round 19 (branched from 3bac614, gate 0.817 there,
+    873/1068): its 9 dev rows took it to 879/1077 (81.62%) before any rule changed; its rules are
+    signatures (two fallback terms tried, '/cubins/' and 'artifactory', matched nothing because the
+    fallback drops paths and URLs, and were dropped), so it stays 879/1077: re-measured and rounded
+    down, 0.816 (lowered because the grown corpus measures below 0.817). Round 20's 6 dev rows
+    (SGLang 2025-26; 2/6 for the fallback alone) lowered it to 896/1104 (81.16%) before any rule
+    changed; with a Gloo send/recv-timeout term and a hard marker for a quantization tensor "not
+    found in params_dict", 898/1104 (81.34%): re-measured and rounded down, 0.813. Round 21's 11 dev
+    rows lowered it to 902/1109 (81.33%) before any rule changed; NCCL's "NCCL INFO"/"file.cc:N NCCL
+    WARN" starting a record and RDMA retry-count-exceeded as a hard marker took it to 905/1109
+    (81.605%): re-measured and rounded down, 0.816. Round 23 (checkpoint loading; branched from
+    a3b7630, 900/1107 and a gate of 0.813 there): its 9 dev rows took it to 906/1116 (81.18%) before
+    any rule changed; with the kb_sources line of its trust_remote_code signature and the fallback
+    terms 'trust_remote_code' / 'custom code', 908/1117 (81.29%): re-measured and rounded down,
+    0.812 (lowered: the grown corpus measures below 0.813). Round 22 (branched from a3b7630, gate
+    0.813 there, 900/1107): its 11 dev rows took it to 907/1118 (81.13%) before any rule changed;
+    its one rule is a signature, so it stays 907/1118: re-measured and rounded down, 0.811 (lowered:
+    the new dev rows, six of them bare traceback frames, measure below the old gate). Merged on main
+    (rounds 14-27, 2026-12-05): 960/1181 (81.29%; leave-thread-out 934/1181): 0.812 holds. Round 29
+    (branched from ccadeb2): its 8 dev rows took it to 967/1189 (81.33%) before any rule changed;
+    its rules are signatures, so it stays 967/1189: 0.812 holds. Round 31 (SGLang 2025-26, branched
+    from b6637dc, 972/1194 there): its 7 dev rows (3/7 for the fallback alone) took it to 975/1201
+    (81.18%) before any rule changed; its rules are signatures (a 'parallelism' term suggested by
+    tools/fallback_terms.py was tried and changed nothing, so it was dropped), so it stays 975/1201:
+    re-measured and rounded down, 0.811 (lowered: the new dev rows measure below the old gate).
+    Round 30 (vLLM threads >= 30000; branched from b6637dc, 972/1194 and a gate of 0.812 there): its
+    10 dev rows took it to 976/1204 (81.06%) before any rule changed; with the version terms for a
+    failure tied to a release ("regression in v", "after upgrade to", ...) 977/1204 (81.146%):
+    re-measured and rounded down, 0.811 (lowered: the new dev rows, five of them answered by the
+    round's signatures but not by the fallback alone, measure below the old gate). Merged on main
+    with rounds 31 and 33: 992/1225 (80.98%), rounded down: 0.809. Round 32 (branched from b6637dc,
+    972/1194 there): its 14 dev rows (4/14 for the fallback alone: NIXL, Mooncake, DeepEP and NCCL
+    messages the terms do not cover) took it to 976/1208 (80.79%) before any rule changed; its rules
+    are signatures, so it stays 976/1208: re-measured and rounded down, 0.807 (lowered: the new dev
+    rows measure below the old gate). Merged on main with rounds 30, 31 and 33: 996/1239 (80.39%),
+    rounded down: 0.803. With round 34 merged too (its fallback terms for unexpected keyword
+    arguments): 1000/1245 (80.32%): 0.803 holds. Round 36 (RL frameworks driving vLLM/SGLang;
+    branched from 1dc4593, 996/1239 there): its 11 dev rows (7/11 for the fallback alone) took it to
+    1003/1250 (80.24%) before any rule changed; its rules are signatures, so it stays 1003/1250:
+    re-measured and rounded down, 0.802 (lowered: the new dev rows measure below the old gate).
+    Merged on main with rounds 30-34 and 36: 1007/1256 (80.18%), rounded down: 0.801. Round 35 (Ray
+    GPU serving/training threads; branched from 1dc4593, 996/1239 there): its 7 dev rows (1/7 for
+    the fallback alone; the OOM-killer and no-node-type rows are signatures') took it to 997/1246
+    (80.02%) before any rule changed; with "has no attribute" weighed 3 (an AttributeError names an
+    API that moved, not what its attribute's name says: two dev rows gained, none lost) 999/1246
+    (80.18%): re-measured and rounded down, 0.801 (lowered: the new dev rows measure below the old
+    gate). Merged on main with rounds 30-36: 1010/1263 (79.97%), rounded down: 0.799. Round 38
+    (branched from 1dc4593, 996/1239 there; no fallback term changed): its 11 dev rows took it to
+    1004/1250 (80.32%): 0.803 holds. Merged on main with rounds 30-36 and 38: 1018/1274 (79.91%):
+    0.799 holds. Round 37 (GPU-cluster deploy tools; branched from 1dc4593, 996/1239 there): its 11
+    dev rows (7/11 for the fallback alone: NIXL import and plugin-load failures and a UCX transport
+    warning read as network, an illegal memory access the thread traced to a CUDA mismatch) took it
+    to 1003/1250 (80.24%) before any rule changed; its rules are signatures plus a hedge exemption
+    for glog ERROR lines that leaves the count at 1003/1250: re-measured and rounded down, 0.802
+    (lowered: the new dev rows measure below the old gate). Merged on main with rounds 30-38:
+    1025/1285 (79.77%), rounded down: 0.797. MERGED-FIGUREMERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.799, hits
+    assert hits / len(DEV) >= 0.797, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
 def test_top1_on_the_heldout_split(prefilter):
-    """A regression gate just under the published figure (docs/validation.md); the KB is never
-    written from these rows, and the misses are reported by count only. 0.79 became 0.78 when the
-    soft-line rule (benign alarms on the held-out benign lines 7 -> 1) cost one held-out row
-    (311 -> 310 of 393); log mode now gives exactly the text-mode answer (was gated at 0.74).
-    Round 7 added 44 held-out rows (341/437 before its rule changes, 344/437 after): 0.784.
-    Round 7c added 20 (361/457, 79.0%); the precision gates cost 4 of them (357/457, 78.1%) for
-    held-out benign alarms 7 -> 3: 0.78. Round 8 added 50 held-out rows of the core projects
-    (395/507 before its rule changes, 396/507 after, 78.1%): 0.78. Line assembly and root-cause
-    ordering (issue 12) on top of round 8: 397/507 (78.3%): 0.783. Round 9 added 10 held-out rows,
-    scored before use (402/517 after its rules, 77.76%): re-measured on the grown corpus, 0.777.
-    Round 11 (files r10_*) added 11 held-out rows, scored before use (5/11): 407/528 (77.08%)
-    before and after its rule, re-measured on the grown corpus: 0.770. Round 12 added 20 held-out
-    version rows (16/20 before use): 423/548 before its rules, 425/548 (77.55%) after: 0.775.
-    Round 13 added 5 held-out rows (3/5 before use) and no rule: 428/553 (77.40%), re-measured and
-    rounded down: 0.773. Round 14 added 13 held-out rows (8/13 before use): 436/566 (77.03%) before
-    its rules, 438/566 (77.39%) after: 0.773 holds. Round 15 added 10 held-out rows (6/10 before
-    use): 434/563 before its rules, 435/563 (77.26%) after, measured once at the end: 0.772. Round
-    16 added 13 held-out rows (7/13 before use): 435/566 before its rules, 437/566 (77.21%) after,
-    re-measured and rounded down: 0.772. Round 18 added 9 held-out rows (6/9 before use): 451/585
-    (77.09%) before its rules and the same after, measured once at the end: re-measured and rounded
-    down, 0.770. Round 17b added 9 held-out rows (4/9 before use): 439/572 before its rules, 440/572
-    (76.92%) after: 0.769. Round 19 (branched from 3bac614, 454/589 and a gate of 0.770 there) added
-    10 held-out rows (6/10 before use): 460/599 before its rules, 460/599 (76.79%) after, measured
-    once at the end: re-measured and rounded down, 0.767 (lowered: the new rows measure below the
-    old gate). Round 20 added 9 held-out rows (6/9 before use): 470/616 (76.30%) before its rules
-    and the same after, measured once at the end: re-measured on the grown corpus and rounded down,
-    0.762. Round 21 added 7 held-out rows (7/7 before use): 471/614 before its rules and the same
-    after, measured once at the end: re-measured and rounded down, 0.767. Round 23 (branched from
-    a3b7630, 470/617 and a gate of 0.761 there) added 10 held-out rows (5/10 before use): 475/627
-    (75.76%) before its rules, 477/627 (76.08%) after, measured once at the end: re-measured and
-    rounded down, 0.760 (lowered: the new rows measure below the old gate; both held-out gains are
-    trust_remote_code rows, see docs/validation.md Round 23 disclosures). Round 22 (branched from
-    a3b7630, 470/617 and a gate of 0.761 there) added 4 held-out rows (2/4 before use): 472/621
-    before its rules, 472/621 (76.01%) after, measured once at the end: re-measured and rounded
-    down, 0.760 (lowered: the new rows measure below the old gate). Round 27 (branched from ac26c8c,
-    498/654 and a gate of 0.760 there) added 4 held-out rows (2/4 before use): 500/658 (75.99%)
-    before its rule and the same after, measured once at the end: re-measured and rounded down,
-    0.759 (lowered: the new rows measure below the old gate). Merged on main (rounds 14-27,
-    2026-12-05): 506/665 (76.09%), rounded down: 0.760. Round 29 (branched from ccadeb2, 506/665
-    and a gate of 0.760 there) added 2 held-out rows (0/2 before use): 506/667 (75.86%) before its
-    rules and the same after, measured once at the end: re-measured and rounded down, 0.758
-    (lowered: the new rows measure below the old gate). Merged on main with round 28 (6/6 held-out
-    rows right before use): 512/673 (76.08%), rounded down: 0.760. Round 31 (branched from b6637dc,
-    512/673 and a gate of 0.760 there) added 12 held-out rows (4/12 before use): 516/685 (75.33%)
-    before its rules and the same after, measured once at the end: re-measured and rounded down,
-    0.753 (lowered: the new rows measure below the old gate). Round 30 (branched from b6637dc,
-    512/673) added 8 held-out rows (6/8 before use): 518/681 before its rules, 519/681 (76.21%)
-    after, measured once at the end: 0.760 holds. Round 32 (branched from b6637dc, 512/673 and a
-    gate of 0.760 there) added 12 held-out rows (10/12 before use): 522/685 (76.20%) before its
-    rules and the same after, measured once at the end: 0.760 holds. Round 34 (branched from
-    b6637dc, 512/673 and a gate of 0.760 there) added 6 held-out rows (1/6 before use): 513/679
-    (75.55%) before its rules and the same after, measured once at the end: re-measured and rounded
-    down, 0.755 (lowered: the new rows measure below the old gate). Merged on main with rounds 30-34
-    (and the line-assembly change that followed the merges, worked out on dev rows): 542/719
-    (75.38%), rounded down: 0.753. With round 36 merged too (its 13 held-out rows 8/13 before use):
-    551/732 (75.27%), rounded down: 0.752. With round 35 merged too (its 6 held-out rows 3/6 before
-    use): 554/738 (75.07%), rounded down: 0.750. Round 38 (branched from 1dc4593, 541/713 and a gate
-    of 0.753 there) added 12 held-out rows (7/12 before use): 548/725 before its rules, 549/725
-    (75.72%) after, measured once at the end: 0.753 holds. With rounds 35, 36 and 38 merged: 561/750
-    (74.80%), rounded down: 0.748. MERGED-FIGURE"""
+    """A regression gate just under the published figure (docs/validation.md); the KB is never written
+    from these rows, and the misses are reported by count only. 0.79 became 0.78 when the soft-line
+    rule (benign alarms on the held-out benign lines 7 -> 1) cost one held-out row (311 -> 310 of
+    393); log mode now gives exactly the text-mode answer (was gated at 0.74). Round 7 added 44
+    held-out rows (341/437 before its rule changes, 344/437 after): 0.784. Round 7c added 20
+    (361/457, 79.0%); the precision gates cost 4 of them (357/457, 78.1%) for held-out benign alarms
+    7 -> 3: 0.78. Round 8 added 50 held-out rows of the core projects (395/507 before its rule
+    changes, 396/507 after, 78.1%): 0.78. Line assembly and root-cause ordering (issue 12) on top of
+    round 8: 397/507 (78.3%): 0.783. Round 9 added 10 held-out rows, scored before use (402/517
+    after its rules, 77.76%): re-measured on the grown corpus, 0.777. Round 11 (files r10_*) added
+    11 held-out rows, scored before use (5/11): 407/528 (77.08%) before and after its rule,
+    re-measured on the grown corpus: 0.770. Round 12 added 20 held-out version rows (16/20 before
+    use): 423/548 before its rules, 425/548 (77.55%) after: 0.775. Round 13 added 5 held-out rows
+    (3/5 before use) and no rule: 428/553 (77.40%), re-measured and rounded down: 0.773. Round 14
+    added 13 held-out rows (8/13 before use): 436/566 (77.03%) before its rules, 438/566 (77.39%)
+    after: 0.773 holds. Round 15 added 10 held-out rows (6/10 before use): 434/563 before its rules,
+    435/563 (77.26%) after, measured once at the end: 0.772. Round 16 added 13 held-out rows (7/13
+    before use): 435/566 before its rules, 437/566 (77.21%) after, re-measured and rounded down:
+    0.772. Round 18 added 9 held-out rows (6/9 before use): 451/585 (77.09%) before its rules and
+    the same after, measured once at the end: re-measured and rounded down, 0.770. Round 17b added 9
+    held-out rows (4/9 before use): 439/572 before its rules, 440/572 (76.92%) after: 0.769. Round
+    19 (branched from 3bac614, 454/589 and a gate of 0.770 there) added 10 held-out rows (6/10
+    before use): 460/599 before its rules, 460/599 (76.79%) after, measured once at the end:
+    re-measured and rounded down, 0.767 (lowered: the new rows measure below the old gate). Round 20
+    added 9 held-out rows (6/9 before use): 470/616 (76.30%) before its rules and the same after,
+    measured once at the end: re-measured on the grown corpus and rounded down, 0.762. Round 21
+    added 7 held-out rows (7/7 before use): 471/614 before its rules and the same after, measured
+    once at the end: re-measured and rounded down, 0.767. Round 23 (branched from a3b7630, 470/617
+    and a gate of 0.761 there) added 10 held-out rows (5/10 before use): 475/627 (75.76%) before its
+    rules, 477/627 (76.08%) after, measured once at the end: re-measured and rounded down, 0.760
+    (lowered: the new rows measure below the old gate; both held-out gains are trust_remote_code
+    rows, see docs/validation.md Round 23 disclosures). Round 22 (branched from a3b7630, 470/617 and
+    a gate of 0.761 there) added 4 held-out rows (2/4 before use): 472/621 before its rules, 472/621
+    (76.01%) after, measured once at the end: re-measured and rounded down, 0.760 (lowered: the new
+    rows measure below the old gate). Round 27 (branched from ac26c8c, 498/654 and a gate of 0.760
+    there) added 4 held-out rows (2/4 before use): 500/658 (75.99%) before its rule and the same
+    after, measured once at the end: re-measured and rounded down, 0.759 (lowered: the new rows
+    measure below the old gate). Merged on main (rounds 14-27, 2026-12-05): 506/665 (76.09%),
+    rounded down: 0.760. Round 29 (branched from ccadeb2, 506/665 and a gate of 0.760 there) added 2
+    held-out rows (0/2 before use): 506/667 (75.86%) before its rules and the same after, measured
+    once at the end: re-measured and rounded down, 0.758 (lowered: the new rows measure below the
+    old gate). Merged on main with round 28 (6/6 held-out rows right before use): 512/673 (76.08%),
+    rounded down: 0.760. Round 31 (branched from b6637dc, 512/673 and a gate of 0.760 there) added
+    12 held-out rows (4/12 before use): 516/685 (75.33%) before its rules and the same after,
+    measured once at the end: re-measured and rounded down, 0.753 (lowered: the new rows measure
+    below the old gate). Round 30 (branched from b6637dc, 512/673) added 8 held-out rows (6/8 before
+    use): 518/681 before its rules, 519/681 (76.21%) after, measured once at the end: 0.760 holds.
+    Round 32 (branched from b6637dc, 512/673 and a gate of 0.760 there) added 12 held-out rows
+    (10/12 before use): 522/685 (76.20%) before its rules and the same after, measured once at the
+    end: 0.760 holds. Round 34 (branched from b6637dc, 512/673 and a gate of 0.760 there) added 6
+    held-out rows (1/6 before use): 513/679 (75.55%) before its rules and the same after, measured
+    once at the end: re-measured and rounded down, 0.755 (lowered: the new rows measure below the
+    old gate). Merged on main with rounds 30-34 (and the line-assembly change that followed the
+    merges, worked out on dev rows): 542/719 (75.38%), rounded down: 0.753. With round 36 merged too
+    (its 13 held-out rows 8/13 before use): 551/732 (75.27%), rounded down: 0.752. With round 35
+    merged too (its 6 held-out rows 3/6 before use): 554/738 (75.07%), rounded down: 0.750. Round 38
+    (branched from 1dc4593, 541/713 and a gate of 0.753 there) added 12 held-out rows (7/12 before
+    use): 548/725 before its rules, 549/725 (75.72%) after, measured once at the end: 0.753 holds.
+    With rounds 35, 36 and 38 merged: 561/750 (74.80%), rounded down: 0.748. With round 37 merged
+    too (its 9 held-out rows 6/9 before use): 567/759 (74.70%), rounded down: 0.747. MERGED-FIGUREMERGED-FIGURE"""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.748, len(misses)
+    assert acc >= 0.747, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
