@@ -198,13 +198,16 @@ def test_fallback_alone_on_the_development_split():
     976/1208: re-measured and rounded down, 0.807 (lowered: the new dev rows measure below the old
     gate). Merged on main with rounds 30, 31 and 33: 996/1239 (80.39%), rounded down: 0.803. With
     round 34 merged too (its fallback terms for unexpected keyword arguments): 1000/1245 (80.32%):
-    0.803 holds. MERGED-FIGURE"""
+    0.803 holds. Round 41 (SGLang threads < 10000, branched from be4cfc0, 1000/1245 there): its 13
+    dev rows took it to 1007/1258 (80.05%) before any rule changed; its rules are signatures and one
+    strong marker (a wrapper-logged CalledProcessError), 1008/1258 (80.13%): re-measured and rounded
+    down, 0.801 (lowered: the new dev rows measure below the old gate). MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.803, hits
+    assert hits / len(DEV) >= 0.801, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -263,11 +266,14 @@ def test_top1_on_the_heldout_split(prefilter):
     (75.55%) before its rules and the same after, measured once at the end: re-measured and rounded
     down, 0.755 (lowered: the new rows measure below the old gate). Merged on main with rounds 30-34
     (and the line-assembly change that followed the merges, worked out on dev rows): 542/719
-    (75.38%), rounded down: 0.753. MERGED-FIGURE"""
+    (75.38%), rounded down: 0.753. Round 41 (branched from be4cfc0, 542/719 and a gate of 0.753
+    there) added 6 held-out rows (3/6 before use): 545/725 (75.17%) before its rules and the same
+    after: re-measured and rounded down, 0.751 (lowered: the new rows measure below the old gate).
+    MERGED-FIGURE"""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.753, len(misses)
+    assert acc >= 0.751, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
