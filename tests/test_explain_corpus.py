@@ -198,13 +198,18 @@ def test_fallback_alone_on_the_development_split():
     976/1208: re-measured and rounded down, 0.807 (lowered: the new dev rows measure below the old
     gate). Merged on main with rounds 30, 31 and 33: 996/1239 (80.39%), rounded down: 0.803. With
     round 34 merged too (its fallback terms for unexpected keyword arguments): 1000/1245 (80.32%):
-    0.803 holds. MERGED-FIGURE"""
+    0.803 holds. Round 39 (branched from be4cfc0, 1000/1245 there): its 8 dev rows (3/8 for the
+    fallback alone: a c10d warning-only paste with no error line, NVML/"busy" wording that pulls
+    toward gpu-health/network, invalid device ordinal from init and from symmetric memory) took it
+    to 1003/1253 (80.05%) before any rule changed; its rules are signatures, so it stays 1003/1253:
+    re-measured and rounded down, 0.800 (lowered: the new dev rows measure below the old gate).
+    MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.803, hits
+    assert hits / len(DEV) >= 0.800, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
