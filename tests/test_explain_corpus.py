@@ -268,11 +268,14 @@ def test_top1_on_the_heldout_split(prefilter):
     (75.55%) before its rules and the same after, measured once at the end: re-measured and rounded
     down, 0.755 (lowered: the new rows measure below the old gate). Merged on main with rounds 30-34
     (and the line-assembly change that followed the merges, worked out on dev rows): 542/719
-    (75.38%), rounded down: 0.753. MERGED-FIGURE"""
+    (75.38%), rounded down: 0.753. Round 39 (branched from be4cfc0, 542/719 and a gate of 0.753
+    there) added 6 held-out rows (3/6 before use): 545/725 (75.17%) before its rules and the same
+    after, measured once at the end: re-measured and rounded down, 0.751 (lowered: the new rows
+    measure below the old gate). MERGED-FIGURE"""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.753, len(misses)
+    assert acc >= 0.751, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
