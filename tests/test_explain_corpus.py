@@ -220,13 +220,16 @@ def test_fallback_alone_on_the_development_split():
     to 1003/1250 (80.24%) before any rule changed; its rules are signatures plus a hedge exemption
     for glog ERROR lines that leaves the count at 1003/1250: re-measured and rounded down, 0.802
     (lowered: the new dev rows measure below the old gate). Merged on main with rounds 30-38:
-    1025/1285 (79.77%), rounded down: 0.797. MERGED-FIGUREMERGED-FIGURE"""
+    1025/1285 (79.77%), rounded down: 0.797. Round 43 (second sglang pass through SGLang's own error
+    texts; branched from 9122aec, 1025/1285 there; no fallback term changed): its 6 dev rows took it to
+    1028/1291 (79.63%): re-measured and rounded down, 0.796 (lowered: the new dev rows measure below
+    the old gate). MERGED-FIGUREMERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.797, hits
+    assert hits / len(DEV) >= 0.796, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -290,11 +293,14 @@ def test_top1_on_the_heldout_split(prefilter):
     (branched from 1dc4593, 541/713 and a gate of 0.753 there) added 12 held-out rows (7/12 before
     use): 548/725 before its rules, 549/725 (75.72%) after, measured once at the end: 0.753 holds.
     With rounds 35, 36 and 38 merged: 561/750 (74.80%), rounded down: 0.748. With round 37 merged
-    too (its 9 held-out rows 6/9 before use): 567/759 (74.70%), rounded down: 0.747. MERGED-FIGUREMERGED-FIGURE"""
+    too (its 9 held-out rows 6/9 before use): 567/759 (74.70%), rounded down: 0.747. Round 43
+    (branched from 9122aec, 567/759 and a gate of 0.747 there) added 4 held-out rows (1/4 before use):
+    568/763 before its rules, 569/763 (74.57%) after, measured once at the end: re-measured and
+    rounded down, 0.745 (lowered: the new rows measure below the old gate). MERGED-FIGUREMERGED-FIGURE"""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.747, len(misses)
+    assert acc >= 0.745, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
