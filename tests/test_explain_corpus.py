@@ -142,7 +142,9 @@ def test_top1_on_the_development_split(prefilter):
     errors in vLLM/SGLang threads; branched from 1dc4593, 1158/1239 there): its 11 dev rows (8/11
     before use) took it to 1166/1250 (93.28%); its signatures (CUDA 'named symbol not found', 'IMA'
     titles, numpy cumsum out= refusal) brought it to 1169/1250 (93.52%): 0.931 holds. Merged on main
-    with rounds 30-38: 1198/1285 (93.23%): 0.931 holds. MERGED-FIGUREMERGED-FIGURE"""
+    with rounds 30-38: 1198/1285 (93.23%): 0.931 holds. Round 42 (vLLM issues >= 35000 by vLLM's own
+    error texts; branched from 9122aec): 6 new dev rows, 1201/1291 before its rules, 1203/1291 (93.18%)
+    after: 0.931 holds. MERGED-FIGUREMERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
@@ -220,7 +222,10 @@ def test_fallback_alone_on_the_development_split():
     to 1003/1250 (80.24%) before any rule changed; its rules are signatures plus a hedge exemption
     for glog ERROR lines that leaves the count at 1003/1250: re-measured and rounded down, 0.802
     (lowered: the new dev rows measure below the old gate). Merged on main with rounds 30-38:
-    1025/1285 (79.77%), rounded down: 0.797. MERGED-FIGUREMERGED-FIGURE"""
+    1025/1285 (79.77%), rounded down: 0.797. Round 42 (branched from 9122aec): its 6 dev rows
+    took it to 1028/1291 (79.63%) before any rule changed; after its three version terms (macOS dyld
+    "Symbol not found: _", "symbol not found in flat namespace", "requires FlashInfer's"): 1029/1291
+    (79.71%): 0.797 holds. MERGED-FIGUREMERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
@@ -290,11 +295,13 @@ def test_top1_on_the_heldout_split(prefilter):
     (branched from 1dc4593, 541/713 and a gate of 0.753 there) added 12 held-out rows (7/12 before
     use): 548/725 before its rules, 549/725 (75.72%) after, measured once at the end: 0.753 holds.
     With rounds 35, 36 and 38 merged: 561/750 (74.80%), rounded down: 0.748. With round 37 merged
-    too (its 9 held-out rows 6/9 before use): 567/759 (74.70%), rounded down: 0.747. MERGED-FIGUREMERGED-FIGURE"""
+    too (its 9 held-out rows 6/9 before use): 567/759 (74.70%), rounded down: 0.747. Round 42 (branched from 9122aec) added 4 held-out rows
+    (1/4 before use): 568/763 before its rules and 568/763 (74.44%) after, measured once at the end:
+    rounded down, 0.744 (lowered: the new held-out rows measure below the old gate). MERGED-FIGUREMERGED-FIGURE"""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.747, len(misses)
+    assert acc >= 0.744, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
@@ -383,9 +390,11 @@ def test_patterns_generalise_beyond_the_corpus_strings(seed):
     lowest (seeds 1 and 3), so 0.929 holds; on round 17b's: 0.9245 at the lowest with its rows and
     no rule change, 0.9284 (seed 2) after its rules, so 0.928; on round 19's, after its rules:
     0.9322 at the lowest (seeds 1 and 3), so 0.929 holds. Merged on main (rounds 14-27): 0.9306 at
-    the lowest (seed 1), so 0.928 holds."""
+    the lowest (seed 1), so 0.928 holds. Round 42 (6 new dev rows, after its rules): 0.92796 at the
+    lowest (seed 2; 1198/1291), rounded down 0.927 (lowered: the older dev rows alone measure 0.9284
+    at seed 2; the 6 new dev rows, 5 of them answered, pull the ratio under the old gate)."""
     acc, misses = accuracy(DEV, False, _perturb(seed))
-    assert acc >= 0.928, misses
+    assert acc >= 0.927, misses
 
 
 def test_the_cli_never_prints_a_traceback_on_any_corpus_excerpt():
