@@ -142,7 +142,9 @@ def test_top1_on_the_development_split(prefilter):
     errors in vLLM/SGLang threads; branched from 1dc4593, 1158/1239 there): its 11 dev rows (8/11
     before use) took it to 1166/1250 (93.28%); its signatures (CUDA 'named symbol not found', 'IMA'
     titles, numpy cumsum out= refusal) brought it to 1169/1250 (93.52%): 0.931 holds. Merged on main
-    with rounds 30-38: 1198/1285 (93.23%): 0.931 holds. MERGED-FIGUREMERGED-FIGURE"""
+    with rounds 30-38: 1198/1285 (93.23%): 0.931 holds. Round 45 (NCCL WARN wording; branched from
+    9122aec, 1198/1285 there): its 7 dev rows (6/7 before use) took it to 1204/1292 (93.19%); its
+    signatures brought it to 1205/1292 (93.27%): 0.931 holds. MERGED-FIGUREMERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
@@ -220,7 +222,10 @@ def test_fallback_alone_on_the_development_split():
     to 1003/1250 (80.24%) before any rule changed; its rules are signatures plus a hedge exemption
     for glog ERROR lines that leaves the count at 1003/1250: re-measured and rounded down, 0.802
     (lowered: the new dev rows measure below the old gate). Merged on main with rounds 30-38:
-    1025/1285 (79.77%), rounded down: 0.797. MERGED-FIGUREMERGED-FIGURE"""
+    1025/1285 (79.77%), rounded down: 0.797. Round 45 (branched from 9122aec, 1025/1285 there): its 7
+    dev rows took it to 1029/1292 (79.64%) before any rule changed; with the parallelism terms "rank
+    count", "already checked in" and "invalid rank" (NCCL's bootstrap/init wording, dev row
+    pytorch#46248) 1030/1292 (79.72%): 0.797 holds. MERGED-FIGUREMERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
@@ -290,11 +295,14 @@ def test_top1_on_the_heldout_split(prefilter):
     (branched from 1dc4593, 541/713 and a gate of 0.753 there) added 12 held-out rows (7/12 before
     use): 548/725 before its rules, 549/725 (75.72%) after, measured once at the end: 0.753 holds.
     With rounds 35, 36 and 38 merged: 561/750 (74.80%), rounded down: 0.748. With round 37 merged
-    too (its 9 held-out rows 6/9 before use): 567/759 (74.70%), rounded down: 0.747. MERGED-FIGUREMERGED-FIGURE"""
+    too (its 9 held-out rows 6/9 before use): 567/759 (74.70%), rounded down: 0.747. Round 45
+    (branched from 9122aec, 567/759 and a gate of 0.747 there) added 11 held-out rows (6/11 before
+    use): 573/770 (74.42%) before its rules and the same after, measured once at the end:
+    re-measured and rounded down, 0.744 (lowered: the new rows measure below the old gate). MERGED-FIGUREMERGED-FIGURE"""
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.747, len(misses)
+    assert acc >= 0.744, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
