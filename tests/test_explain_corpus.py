@@ -146,132 +146,134 @@ def test_top1_on_the_development_split(prefilter):
     wording; branched from 9122aec, 1198/1285 there): its 8 dev rows (2/8 before use) took it to
     1200/1293 (92.81%); its signatures (tvm-ffi duplicate runtime, 'SM 12.x requires CUDA >= 12.9',
     kernel shared memory over the GPU limit, DeepGEMM 'Too many kernels', '<pkg> does not have X
-    but' titles) brought it to 1205/1293 (93.19%): 0.931 holds. MERGED-FIGURE Round 42 (vLLM issues
-    >= 35000 by vLLM's own error texts; branched from 9122aec): 6 new dev rows, 1201/1291 before its
-    rules, 1203/1291 (93.18%) after: 0.931 holds. MERGED-FIGURE Round 45 (NCCL WARN wording;
-    branched from 9122aec, 1198/1285 there): its 7 dev rows (6/7 before use) took it to 1204/1292
-    (93.19%); its signatures brought it to 1205/1292 (93.27%): 0.931 holds. MERGED-FIGURE
-    MERGED-FIGURE"""
+    but' titles) brought it to 1205/1293 (93.19%): 0.931 holds. Round 42 (vLLM issues >= 35000 by
+    vLLM's own error texts; branched from 9122aec): 6 new dev rows, 1201/1291 before its rules,
+    1203/1291 (93.18%) after: 0.931 holds. Round 45 (NCCL WARN wording; branched from 9122aec,
+    1198/1285 there): its 7 dev rows (6/7 before use) took it to 1204/1292 (93.19%); its signatures
+    brought it to 1205/1292 (93.27%): 0.931 holds. Merged on main with rounds 30-45: 1252/1342
+    (93.29%): 0.931 holds. MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
 
 
 def test_fallback_alone_on_the_development_split():
-    """The fallback with every signature removed (benign ones too): what answers an error nobody wrote
-    a signature for (``python benchmarks/validate_explain.py --fallback-only``). 774/963 (80.4%)
-    before round 10's hard markers and derived terms, 802/963 (83.3%) after: 0.83. Round 11's 30 dev
-    rows (no fallback change): 820/993 (82.58%), re-measured: 0.825. Round 12's 20 dev rows lowered
-    it to 834/1013 (82.33%) before any rule changed; with its version terms 835/1013 (82.43%),
-    re-measured and rounded down: 0.824. Round 13's 4 dev rows (no rule change): 838/1017 (82.399%),
-    re-measured and rounded down: 0.823. Round 14's 17 dev rows lowered it to 850/1034 (82.205%)
-    before any rule changed; its rules are signatures (the fallback term tried was dropped), so
-    after them it stays 850/1034: re-measured and rounded down, 0.822. Round 15's 18 dev rows (no
-    fallback change): 847/1035 (81.84%), re-measured and rounded down: 0.818. Round 16's 16 dev rows
-    lowered it to 844/1033 (81.70%) before any rule changed; with its marker and terms 850/1033
-    (82.285%), re-measured and rounded down: 0.822. Round 18's 18 dev rows lowered it to 870/1070
-    (81.31%) before any rule changed; its fallback terms (argparse's "unrecognized arguments" moved
-    from version to other, pre-built wheels as version) took it to 874/1070 (81.68%): re-measured
-    and rounded down, 0.816. Round 17b's 12 dev rows lowered it to 852/1047 (81.38%) before any rule
-    changed; with "invalid memory access" as a hard marker and a term, 853/1047 (81.47%),
-    re-measured and rounded down: 0.814. Round 19 (branched from 3bac614, gate 0.817 there,
-    873/1068): its 9 dev rows took it to 879/1077 (81.62%) before any rule changed; its rules are
-    signatures (two fallback terms tried, '/cubins/' and 'artifactory', matched nothing because the
-    fallback drops paths and URLs, and were dropped), so it stays 879/1077: re-measured and rounded
-    down, 0.816 (lowered because the grown corpus measures below 0.817). Round 20's 6 dev rows
-    (SGLang 2025-26; 2/6 for the fallback alone) lowered it to 896/1104 (81.16%) before any rule
-    changed; with a Gloo send/recv-timeout term and a hard marker for a quantization tensor "not
-    found in params_dict", 898/1104 (81.34%): re-measured and rounded down, 0.813. Round 21's 11 dev
-    rows lowered it to 902/1109 (81.33%) before any rule changed; NCCL's "NCCL INFO"/"file.cc:N NCCL
-    WARN" starting a record and RDMA retry-count-exceeded as a hard marker took it to 905/1109
-    (81.605%): re-measured and rounded down, 0.816. Round 23 (checkpoint loading; branched from
-    a3b7630, 900/1107 and a gate of 0.813 there): its 9 dev rows took it to 906/1116 (81.18%) before
-    any rule changed; with the kb_sources line of its trust_remote_code signature and the fallback
-    terms 'trust_remote_code' / 'custom code', 908/1117 (81.29%): re-measured and rounded down,
-    0.812 (lowered: the grown corpus measures below 0.813). Round 22 (branched from a3b7630, gate
-    0.813 there, 900/1107): its 11 dev rows took it to 907/1118 (81.13%) before any rule changed;
-    its one rule is a signature, so it stays 907/1118: re-measured and rounded down, 0.811 (lowered:
-    the new dev rows, six of them bare traceback frames, measure below the old gate). Merged on main
-    (rounds 14-27, 2026-12-05): 960/1181 (81.29%; leave-thread-out 934/1181): 0.812 holds. Round 29
-    (branched from ccadeb2): its 8 dev rows took it to 967/1189 (81.33%) before any rule changed;
-    its rules are signatures, so it stays 967/1189: 0.812 holds. Round 31 (SGLang 2025-26, branched
-    from b6637dc, 972/1194 there): its 7 dev rows (3/7 for the fallback alone) took it to 975/1201
-    (81.18%) before any rule changed; its rules are signatures (a 'parallelism' term suggested by
-    tools/fallback_terms.py was tried and changed nothing, so it was dropped), so it stays 975/1201:
-    re-measured and rounded down, 0.811 (lowered: the new dev rows measure below the old gate).
-    Round 30 (vLLM threads >= 30000; branched from b6637dc, 972/1194 and a gate of 0.812 there): its
-    10 dev rows took it to 976/1204 (81.06%) before any rule changed; with the version terms for a
-    failure tied to a release ("regression in v", "after upgrade to", ...) 977/1204 (81.146%):
-    re-measured and rounded down, 0.811 (lowered: the new dev rows, five of them answered by the
-    round's signatures but not by the fallback alone, measure below the old gate). Merged on main
-    with rounds 31 and 33: 992/1225 (80.98%), rounded down: 0.809. Round 32 (branched from b6637dc,
-    972/1194 there): its 14 dev rows (4/14 for the fallback alone: NIXL, Mooncake, DeepEP and NCCL
-    messages the terms do not cover) took it to 976/1208 (80.79%) before any rule changed; its rules
-    are signatures, so it stays 976/1208: re-measured and rounded down, 0.807 (lowered: the new dev
-    rows measure below the old gate). Merged on main with rounds 30, 31 and 33: 996/1239 (80.39%),
-    rounded down: 0.803. With round 34 merged too (its fallback terms for unexpected keyword
-    arguments): 1000/1245 (80.32%): 0.803 holds. Round 36 (RL frameworks driving vLLM/SGLang;
-    branched from 1dc4593, 996/1239 there): its 11 dev rows (7/11 for the fallback alone) took it to
-    1003/1250 (80.24%) before any rule changed; its rules are signatures, so it stays 1003/1250:
-    re-measured and rounded down, 0.802 (lowered: the new dev rows measure below the old gate).
-    Merged on main with rounds 30-34 and 36: 1007/1256 (80.18%), rounded down: 0.801. Round 35 (Ray
-    GPU serving/training threads; branched from 1dc4593, 996/1239 there): its 7 dev rows (1/7 for
-    the fallback alone; the OOM-killer and no-node-type rows are signatures') took it to 997/1246
-    (80.02%) before any rule changed; with "has no attribute" weighed 3 (an AttributeError names an
-    API that moved, not what its attribute's name says: two dev rows gained, none lost) 999/1246
-    (80.18%): re-measured and rounded down, 0.801 (lowered: the new dev rows measure below the old
-    gate). Merged on main with rounds 30-36: 1010/1263 (79.97%), rounded down: 0.799. Round 38
-    (branched from 1dc4593, 996/1239 there; no fallback term changed): its 11 dev rows took it to
-    1004/1250 (80.32%): 0.803 holds. Merged on main with rounds 30-36 and 38: 1018/1274 (79.91%):
-    0.799 holds. Round 37 (GPU-cluster deploy tools; branched from 1dc4593, 996/1239 there): its 11
-    dev rows (7/11 for the fallback alone: NIXL import and plugin-load failures and a UCX transport
-    warning read as network, an illegal memory access the thread traced to a CUDA mismatch) took it
-    to 1003/1250 (80.24%) before any rule changed; its rules are signatures plus a hedge exemption
-    for glog ERROR lines that leaves the count at 1003/1250: re-measured and rounded down, 0.802
-    (lowered: the new dev rows measure below the old gate). Merged on main with rounds 30-38:
-    1025/1285 (79.77%), rounded down: 0.797. Round 40 (vLLM threads < 30000; branched from be4cfc0,
-    1000/1245 there): its 9 dev rows (5/9 for the fallback alone) took it to 1005/1254 (80.14%)
-    before any rule changed; with the memory terms for vLLM's KV-cache size checks
-    (raise_if_cache_size_invalid, _check_enough_kv_cache_memory) 1006/1254 (80.22%): re-measured and
-    rounded down, 0.802 (lowered: the new dev rows measure below the old gate). Merged on main with
-    rounds 30-38 and 40: 1031/1294 (79.68%), rounded down: 0.796. Round 41 (SGLang threads < 10000,
-    branched from be4cfc0, 1000/1245 there): its 13 dev rows took it to 1007/1258 (80.05%) before
-    any rule changed; its rules are signatures and one strong marker (a wrapper-logged
-    CalledProcessError), 1008/1258 (80.13%): re-measured and rounded down, 0.801 (lowered: the new
-    dev rows measure below the old gate). Merged on main with rounds 30-38, 40 and 41: 1039/1307
-    (79.49%), rounded down: 0.794. Round 39 (branched from be4cfc0, 1000/1245 there): its 8 dev rows
-    (3/8 for the fallback alone: a c10d warning-only paste with no error line, NVML/"busy" wording
-    that pulls toward gpu-health/network, invalid device ordinal from init and from symmetric
-    memory) took it to 1003/1253 (80.05%) before any rule changed; its rules are signatures, so it
-    stays 1003/1253: re-measured and rounded down, 0.800 (lowered: the new dev rows measure below
-    the old gate). Merged on main with rounds 30-41: 1042/1315 (79.24%), rounded down: 0.792. Round
-    43 (second sglang pass through SGLang's own error texts; branched from 9122aec, 1025/1285 there;
-    no fallback term changed): its 6 dev rows took it to 1028/1291 (79.63%): re-measured and rounded
-    down, 0.796 (lowered: the new dev rows measure below the old gate). MERGED-FIGURE Round 44
-    (branched from 9122aec, 1025/1285 there; no fallback term changed): its 8 dev rows (2/8 for the
-    fallback alone) took it to 1027/1293 (79.43%): re-measured and rounded down, 0.794 (lowered: the
-    new dev rows measure below the old gate). MERGED-FIGURE Round 42 (branched from 9122aec): its 6
-    dev rows took it to 1028/1291 (79.63%) before any rule changed; after its three version terms
-    (macOS dyld "Symbol not found: _", "symbol not found in flat namespace", "requires
-    FlashInfer's"): 1029/1291 (79.71%): 0.797 holds. MERGED-FIGURE Round 45 (branched from 9122aec,
-    1025/1285 there): its 7 dev rows took it to 1029/1292 (79.64%) before any rule changed; with the
-    parallelism terms "rank count", "already checked in" and "invalid rank" (NCCL's bootstrap/init
-    wording, dev row pytorch#46248) 1030/1292 (79.72%): 0.797 holds. MERGED-FIGURE MERGED-FIGURE"""
+    """The fallback with every signature removed (benign ones too): what answers an error nobody
+    wrote a signature for (``python benchmarks/validate_explain.py --fallback-only``). 774/963
+    (80.4%) before round 10's hard markers and derived terms, 802/963 (83.3%) after: 0.83. Round
+    11's 30 dev rows (no fallback change): 820/993 (82.58%), re-measured: 0.825. Round 12's 20 dev
+    rows lowered it to 834/1013 (82.33%) before any rule changed; with its version terms 835/1013
+    (82.43%), re-measured and rounded down: 0.824. Round 13's 4 dev rows (no rule change): 838/1017
+    (82.399%), re-measured and rounded down: 0.823. Round 14's 17 dev rows lowered it to 850/1034
+    (82.205%) before any rule changed; its rules are signatures (the fallback term tried was
+    dropped), so after them it stays 850/1034: re-measured and rounded down, 0.822. Round 15's 18
+    dev rows (no fallback change): 847/1035 (81.84%), re-measured and rounded down: 0.818. Round
+    16's 16 dev rows lowered it to 844/1033 (81.70%) before any rule changed; with its marker and
+    terms 850/1033 (82.285%), re-measured and rounded down: 0.822. Round 18's 18 dev rows lowered it
+    to 870/1070 (81.31%) before any rule changed; its fallback terms (argparse's "unrecognized
+    arguments" moved from version to other, pre-built wheels as version) took it to 874/1070
+    (81.68%): re-measured and rounded down, 0.816. Round 17b's 12 dev rows lowered it to 852/1047
+    (81.38%) before any rule changed; with "invalid memory access" as a hard marker and a term,
+    853/1047 (81.47%), re-measured and rounded down: 0.814. Round 19 (branched from 3bac614, gate
+    0.817 there, 873/1068): its 9 dev rows took it to 879/1077 (81.62%) before any rule changed; its
+    rules are signatures (two fallback terms tried, '/cubins/' and 'artifactory', matched nothing
+    because the fallback drops paths and URLs, and were dropped), so it stays 879/1077: re-measured
+    and rounded down, 0.816 (lowered because the grown corpus measures below 0.817). Round 20's 6
+    dev rows (SGLang 2025-26; 2/6 for the fallback alone) lowered it to 896/1104 (81.16%) before any
+    rule changed; with a Gloo send/recv-timeout term and a hard marker for a quantization tensor
+    "not found in params_dict", 898/1104 (81.34%): re-measured and rounded down, 0.813. Round 21's
+    11 dev rows lowered it to 902/1109 (81.33%) before any rule changed; NCCL's "NCCL
+    INFO"/"file.cc:N NCCL WARN" starting a record and RDMA retry-count-exceeded as a hard marker
+    took it to 905/1109 (81.605%): re-measured and rounded down, 0.816. Round 23 (checkpoint
+    loading; branched from a3b7630, 900/1107 and a gate of 0.813 there): its 9 dev rows took it to
+    906/1116 (81.18%) before any rule changed; with the kb_sources line of its trust_remote_code
+    signature and the fallback terms 'trust_remote_code' / 'custom code', 908/1117 (81.29%):
+    re-measured and rounded down, 0.812 (lowered: the grown corpus measures below 0.813). Round 22
+    (branched from a3b7630, gate 0.813 there, 900/1107): its 11 dev rows took it to 907/1118
+    (81.13%) before any rule changed; its one rule is a signature, so it stays 907/1118: re-measured
+    and rounded down, 0.811 (lowered: the new dev rows, six of them bare traceback frames, measure
+    below the old gate). Merged on main (rounds 14-27, 2026-12-05): 960/1181 (81.29%;
+    leave-thread-out 934/1181): 0.812 holds. Round 29 (branched from ccadeb2): its 8 dev rows took
+    it to 967/1189 (81.33%) before any rule changed; its rules are signatures, so it stays 967/1189:
+    0.812 holds. Round 31 (SGLang 2025-26, branched from b6637dc, 972/1194 there): its 7 dev rows
+    (3/7 for the fallback alone) took it to 975/1201 (81.18%) before any rule changed; its rules are
+    signatures (a 'parallelism' term suggested by tools/fallback_terms.py was tried and changed
+    nothing, so it was dropped), so it stays 975/1201: re-measured and rounded down, 0.811 (lowered:
+    the new dev rows measure below the old gate). Round 30 (vLLM threads >= 30000; branched from
+    b6637dc, 972/1194 and a gate of 0.812 there): its 10 dev rows took it to 976/1204 (81.06%)
+    before any rule changed; with the version terms for a failure tied to a release ("regression in
+    v", "after upgrade to", ...) 977/1204 (81.146%): re-measured and rounded down, 0.811 (lowered:
+    the new dev rows, five of them answered by the round's signatures but not by the fallback alone,
+    measure below the old gate). Merged on main with rounds 31 and 33: 992/1225 (80.98%), rounded
+    down: 0.809. Round 32 (branched from b6637dc, 972/1194 there): its 14 dev rows (4/14 for the
+    fallback alone: NIXL, Mooncake, DeepEP and NCCL messages the terms do not cover) took it to
+    976/1208 (80.79%) before any rule changed; its rules are signatures, so it stays 976/1208:
+    re-measured and rounded down, 0.807 (lowered: the new dev rows measure below the old gate).
+    Merged on main with rounds 30, 31 and 33: 996/1239 (80.39%), rounded down: 0.803. With round 34
+    merged too (its fallback terms for unexpected keyword arguments): 1000/1245 (80.32%): 0.803
+    holds. Round 36 (RL frameworks driving vLLM/SGLang; branched from 1dc4593, 996/1239 there): its
+    11 dev rows (7/11 for the fallback alone) took it to 1003/1250 (80.24%) before any rule changed;
+    its rules are signatures, so it stays 1003/1250: re-measured and rounded down, 0.802 (lowered:
+    the new dev rows measure below the old gate). Merged on main with rounds 30-34 and 36: 1007/1256
+    (80.18%), rounded down: 0.801. Round 35 (Ray GPU serving/training threads; branched from
+    1dc4593, 996/1239 there): its 7 dev rows (1/7 for the fallback alone; the OOM-killer and
+    no-node-type rows are signatures') took it to 997/1246 (80.02%) before any rule changed; with
+    "has no attribute" weighed 3 (an AttributeError names an API that moved, not what its
+    attribute's name says: two dev rows gained, none lost) 999/1246 (80.18%): re-measured and
+    rounded down, 0.801 (lowered: the new dev rows measure below the old gate). Merged on main with
+    rounds 30-36: 1010/1263 (79.97%), rounded down: 0.799. Round 38 (branched from 1dc4593, 996/1239
+    there; no fallback term changed): its 11 dev rows took it to 1004/1250 (80.32%): 0.803 holds.
+    Merged on main with rounds 30-36 and 38: 1018/1274 (79.91%): 0.799 holds. Round 37 (GPU-cluster
+    deploy tools; branched from 1dc4593, 996/1239 there): its 11 dev rows (7/11 for the fallback
+    alone: NIXL import and plugin-load failures and a UCX transport warning read as network, an
+    illegal memory access the thread traced to a CUDA mismatch) took it to 1003/1250 (80.24%) before
+    any rule changed; its rules are signatures plus a hedge exemption for glog ERROR lines that
+    leaves the count at 1003/1250: re-measured and rounded down, 0.802 (lowered: the new dev rows
+    measure below the old gate). Merged on main with rounds 30-38: 1025/1285 (79.77%), rounded down:
+    0.797. Round 40 (vLLM threads < 30000; branched from be4cfc0, 1000/1245 there): its 9 dev rows
+    (5/9 for the fallback alone) took it to 1005/1254 (80.14%) before any rule changed; with the
+    memory terms for vLLM's KV-cache size checks (raise_if_cache_size_invalid,
+    _check_enough_kv_cache_memory) 1006/1254 (80.22%): re-measured and rounded down, 0.802 (lowered:
+    the new dev rows measure below the old gate). Merged on main with rounds 30-38 and 40: 1031/1294
+    (79.68%), rounded down: 0.796. Round 41 (SGLang threads < 10000, branched from be4cfc0,
+    1000/1245 there): its 13 dev rows took it to 1007/1258 (80.05%) before any rule changed; its
+    rules are signatures and one strong marker (a wrapper-logged CalledProcessError), 1008/1258
+    (80.13%): re-measured and rounded down, 0.801 (lowered: the new dev rows measure below the old
+    gate). Merged on main with rounds 30-38, 40 and 41: 1039/1307 (79.49%), rounded down: 0.794.
+    Round 39 (branched from be4cfc0, 1000/1245 there): its 8 dev rows (3/8 for the fallback alone: a
+    c10d warning-only paste with no error line, NVML/"busy" wording that pulls toward
+    gpu-health/network, invalid device ordinal from init and from symmetric memory) took it to
+    1003/1253 (80.05%) before any rule changed; its rules are signatures, so it stays 1003/1253:
+    re-measured and rounded down, 0.800 (lowered: the new dev rows measure below the old gate).
+    Merged on main with rounds 30-41: 1042/1315 (79.24%), rounded down: 0.792. Round 43 (second
+    sglang pass through SGLang's own error texts; branched from 9122aec, 1025/1285 there; no
+    fallback term changed): its 6 dev rows took it to 1028/1291 (79.63%): re-measured and rounded
+    down, 0.796 (lowered: the new dev rows measure below the old gate). Round 44 (branched from
+    9122aec, 1025/1285 there; no fallback term changed): its 8 dev rows (2/8 for the fallback alone)
+    took it to 1027/1293 (79.43%): re-measured and rounded down, 0.794 (lowered: the new dev rows
+    measure below the old gate). Round 42 (branched from 9122aec): its 6 dev rows took it to
+    1028/1291 (79.63%) before any rule changed; after its three version terms (macOS dyld "Symbol
+    not found: _", "symbol not found in flat namespace", "requires FlashInfer's"): 1029/1291
+    (79.71%): 0.797 holds. Round 45 (branched from 9122aec, 1025/1285 there): its 7 dev rows took it
+    to 1029/1292 (79.64%) before any rule changed; with the parallelism terms "rank count", "already
+    checked in" and "invalid rank" (NCCL's bootstrap/init wording, dev row pytorch#46248) 1030/1292
+    (79.72%): 0.797 holds. Merged on main with rounds 30-45: 1056/1342 (78.69%), rounded down:
+    0.786. MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.792, hits
+    assert hits / len(DEV) >= 0.786, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
 def test_top1_on_the_heldout_split(prefilter):
-    """A regression gate just under the published figure (docs/validation.md); the KB is never written
-    from these rows, and the misses are reported by count only. 0.79 became 0.78 when the soft-line
-    rule (benign alarms on the held-out benign lines 7 -> 1) cost one held-out row (311 -> 310 of
-    393); log mode now gives exactly the text-mode answer (was gated at 0.74). Round 7 added 44
-    held-out rows (341/437 before its rule changes, 344/437 after): 0.784. Round 7c added 20
+    """A regression gate just under the published figure (docs/validation.md); the KB is never
+    written from these rows, and the misses are reported by count only. 0.79 became 0.78 when the
+    soft-line rule (benign alarms on the held-out benign lines 7 -> 1) cost one held-out row (311 ->
+    310 of 393); log mode now gives exactly the text-mode answer (was gated at 0.74). Round 7 added
+    44 held-out rows (341/437 before its rule changes, 344/437 after): 0.784. Round 7c added 20
     (361/457, 79.0%); the precision gates cost 4 of them (357/457, 78.1%) for held-out benign alarms
     7 -> 3: 0.78. Round 8 added 50 held-out rows of the core projects (395/507 before its rule
     changes, 396/507 after, 78.1%): 0.78. Line assembly and root-cause ordering (issue 12) on top of
@@ -337,17 +339,17 @@ def test_top1_on_the_heldout_split(prefilter):
     measure below the old gate). Merged on main with rounds 30-41: 584/782 (74.68%), rounded down:
     0.746. Round 43 (branched from 9122aec, 567/759 and a gate of 0.747 there) added 4 held-out rows
     (1/4 before use): 568/763 before its rules, 569/763 (74.57%) after, measured once at the end:
-    re-measured and rounded down, 0.745 (lowered: the new rows measure below the old gate).
-    MERGED-FIGURE Round 44 (branched from 9122aec, 567/759 and a gate of 0.747 there) added 8
-    held-out rows (2/8 before use): 569/767 before its rules, 570/767 (74.32%) after, measured once
-    at the end: re-measured and rounded down, 0.743 (lowered: the new rows measure below the old
-    gate). MERGED-FIGURE Round 42 (branched from 9122aec) added 4 held-out rows (1/4 before use):
-    568/763 before its rules and 568/763 (74.44%) after, measured once at the end: rounded down,
-    0.744 (lowered: the new held-out rows measure below the old gate). MERGED-FIGURE Round 45
-    (branched from 9122aec, 567/759 and a gate of 0.747 there) added 11 held-out rows (6/11 before
-    use): 573/770 (74.42%) before its rules and the same after, measured once at the end:
-    re-measured and rounded down, 0.744 (lowered: the new rows measure below the old gate).
-    MERGED-FIGURE MERGED-FIGURE"""
+    re-measured and rounded down, 0.745 (lowered: the new rows measure below the old gate). Round 44
+    (branched from 9122aec, 567/759 and a gate of 0.747 there) added 8 held-out rows (2/8 before
+    use): 569/767 before its rules, 570/767 (74.32%) after, measured once at the end: re-measured
+    and rounded down, 0.743 (lowered: the new rows measure below the old gate). Round 42 (branched
+    from 9122aec) added 4 held-out rows (1/4 before use): 568/763 before its rules and 568/763
+    (74.44%) after, measured once at the end: rounded down, 0.744 (lowered: the new held-out rows
+    measure below the old gate). Round 45 (branched from 9122aec, 567/759 and a gate of 0.747 there)
+    added 11 held-out rows (6/11 before use): 573/770 (74.42%) before its rules and the same after,
+    measured once at the end: re-measured and rounded down, 0.744 (lowered: the new rows measure
+    below the old gate). Merged on main with rounds 30-45: 596/809 (73.67%), rounded down: 0.736.
+    MERGED-FIGURE"""
 
 
 
@@ -357,7 +359,7 @@ def test_top1_on_the_heldout_split(prefilter):
 
     acc, misses = accuracy(HELDOUT, prefilter)
     print(f"held-out top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(HELDOUT)}")
-    assert acc >= 0.746, len(misses)
+    assert acc >= 0.736, len(misses)
 
 
 def _benign_alarms(split: str, prefilter: bool) -> list:
