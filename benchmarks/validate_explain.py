@@ -16,6 +16,7 @@ classifier (signatures only), so the printed ratios say what the fallback adds.
     python benchmarks/validate_explain.py --by-project # plus top-1 per source project (counts)
     python benchmarks/validate_explain.py --sample fixtures/errors/collected/r5_a.jsonl \
         fixtures/errors/collected/r5_benign.jsonl      # a fresh sample, scored before it is used
+    python benchmarks/validate_explain.py --sample FILES... --json  # its first-score record (counts)
     python benchmarks/validate_explain.py --framings   # answers kept when pastes are framed/wrapped
     python benchmarks/validate_explain.py --ordering   # right category matched but not first
     python benchmarks/validate_explain.py --fallback-only  # the fallback alone on the dev errors
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -133,8 +135,65 @@ def pct(a: int, b: int) -> str:
     return f"{a}/{b} ({100 * a / b:.1f}%)" if b else "-"
 
 
-def score_sample(paths: list[Path], projects: bool = False, by_split: bool = False) -> int:
-    """Top-1 (text and log mode) and benign alarms of freshly collected rows, as counts only."""
+def sample_score(paths: list[Path]) -> dict:
+    """The first-score record of freshly collected rows (``fixtures/errors/scores/rNN-first-score.json``
+    shape, counts only): top-1, silent and benign alarms, per split of the rebuilt corpus (run
+    ``python -m fixtures.errors.build_corpus`` first), per category and per project; text mode,
+    with ``text_equals_log`` saying whether log mode answered every row the same. The collector adds
+    ``round``, ``note`` and the corpus figures."""
+    from fixtures.errors.build_corpus import row_id
+
+    rows: list[dict] = []
+    for path in paths:
+        rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    errors = [r for r in rows if r["expected_category"] != "benign"]
+    benign = [r for r in rows if r["expected_category"] == "benign"]
+    split_of = {r["id"]: r["split"] for r in load("errors.jsonl") + load("benign.jsonl")}
+    scanner = Scanner()
+    splits = ("dev", "heldout", "dropped_as_duplicate")
+
+    def where(r: dict) -> str:
+        return split_of.get(row_id(r["source"], r["excerpt"]), "dropped_as_duplicate")
+
+    err: dict = {"rows": len(errors), "top1": 0, "silent": 0, **{s: {"rows": 0, "top1": 0, "silent": 0} for s in splits}}
+    cats: dict[str, list[int]] = {}
+    same = True
+    for r in errors:
+        cat = top1(scanner, r["excerpt"], False)
+        same &= cat == top1(scanner, r["excerpt"], True)
+        hit, silent = cat[0] == r["expected_category"], cat[0] is None
+        for d in (err, err[where(r)]):
+            d["top1"] += hit
+            d["silent"] += silent
+        err[where(r)]["rows"] += 1
+        c = cats.setdefault(r["expected_category"], [0, 0])
+        c[0] += hit
+        c[1] += 1
+    err["by_category"] = dict(sorted(cats.items()))
+    err["by_project"] = {p.split("/")[-1]: [h, n] for p, (h, n, _s) in by_project(scanner, errors, False).items()}
+    ben: dict = {"rows": len(benign), "alarms": 0, **{s: {"rows": 0, "alarms": 0} for s in splits}}
+    for r in benign:
+        flagged = bool(alarms(scanner, r["excerpt"], False))
+        same &= flagged == bool(alarms(scanner, r["excerpt"], True))
+        ben["alarms"] += flagged
+        ben[where(r)]["rows"] += 1
+        ben[where(r)]["alarms"] += flagged
+    try:
+        kb = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=ROOT, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        kb = None
+    return {"kb_commit": kb, "command": "python -m fixtures.errors.build_corpus && python benchmarks/validate_explain.py "
+            "--sample " + " ".join(str(p) for p in paths) + " --json",
+            "errors": err, "benign": ben, "text_equals_log": same}
+
+
+def score_sample(paths: list[Path], projects: bool = False, by_split: bool = False, as_json: bool = False) -> int:
+    """Top-1 (text and log mode) and benign alarms of freshly collected rows, as counts only
+    (``as_json``: the first-score record of :func:`sample_score`)."""
+    if as_json:
+        print(json.dumps(sample_score(paths), indent=2))
+        return 0
     rows: list[dict] = []
     for path in paths:
         rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -371,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.ordering:
         return score_ordering(args.misses)
     if args.sample:
-        return score_sample([Path(p) for p in args.sample], projects=args.by_project, by_split=args.by_split)
+        return score_sample([Path(p) for p in args.sample], projects=args.by_project, by_split=args.by_split,
+                            as_json=args.json)
     errors, benign = load("errors.jsonl"), load("benign.jsonl")
     results: dict = {}
     t0 = time.perf_counter()

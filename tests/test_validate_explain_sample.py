@@ -1,0 +1,37 @@
+"""``validate_explain.py --sample ... --json``: the first-score record of freshly collected rows is
+written by the script (counts only), not assembled by hand."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import validate_explain  # noqa: E402
+
+
+def _dev_rows(name: str, n: int) -> list[dict]:
+    rows = [json.loads(line) for line in (ROOT / "fixtures/errors" / name).read_text().splitlines() if line.strip()]
+    keep = ("source", "engine", "version", "expected_category", "cause", "fix", "excerpt")
+    return [{k: r[k] for k in keep} for r in rows if r["split"] == "dev"][:n]
+
+
+def test_sample_json_has_the_first_score_shape(tmp_path, capsys):
+    sample = tmp_path / "rXX_errors.jsonl"
+    rows = _dev_rows("errors.jsonl", 3) + _dev_rows("benign.jsonl", 2)
+    invented = dict(rows[0], source="https://github.com/example/none/issues/1", excerpt="nothing wrong here at all")
+    sample.write_text("".join(json.dumps(r) + "\n" for r in rows + [invented]))
+    assert validate_explain.main(["--sample", str(sample), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    err, ben = doc["errors"], doc["benign"]
+    assert err["rows"] == 4 and ben["rows"] == 2
+    assert err["dev"]["rows"] == 3 and err["heldout"]["rows"] == 0
+    assert err["dropped_as_duplicate"]["rows"] == 1  # a row the corpus does not hold
+    assert err["silent"] >= 1 and err["top1"] <= 3  # the invented line names no error
+    assert sum(n for _h, n in err["by_category"].values()) == 4
+    assert ben["dev"]["rows"] == 2 and ben["alarms"] == 0
+    assert doc["text_equals_log"] is True
+    assert "--sample" in doc["command"] and "--json" in doc["command"]
