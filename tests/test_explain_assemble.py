@@ -280,3 +280,18 @@ def test_a_line_printed_again_ends_where_it_ends():
     # the same pair once, or followed by the same line each time, still reads as one wrapped line
     assert wrapped_groups(f"{info}\n{err}".encode())[0] == {0: 1}
     assert wrapped_groups(f"{info}\n{err}\n{info}\n{err}".encode())[0] == {0: 1, 2: 3}
+
+
+def test_a_line_printed_again_as_the_first_line_is_no_continuation():
+    """The paste's first line starts a record, so the same text printed again under a full line is
+    a record too, not that line's continuation (a dev error row between two copies of a dev benign
+    line in lower case, of about its length: round 48's seeded-probe failure)."""
+    notice = "use_cache=True is incompatible with gradient checkpointing. Setting use_cache=False..."
+    err = "No compiled cutlass_scaled_mm for CUDA device capability: 120. Required capability: 90 or 100"
+    text = f"{notice}\n{err}\n{notice}".encode()
+    assert wrapped_groups(text)[0] == {}
+    top = Scanner().explain_bytes(text, prefilter=True).matches
+    assert top and not top[0].benign
+    # a continuation printed after its first piece each time is still joined
+    head = "x" * 100 + " and goes"
+    assert wrapped_groups(f"{head}\non here\n{head}\non here".encode())[0] == {0: 1, 2: 3}

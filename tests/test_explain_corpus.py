@@ -151,7 +151,10 @@ def test_top1_on_the_development_split(prefilter):
     1203/1291 (93.18%) after: 0.931 holds. Round 45 (NCCL WARN wording; branched from 9122aec,
     1198/1285 there): its 7 dev rows (6/7 before use) took it to 1204/1292 (93.19%); its signatures
     brought it to 1205/1292 (93.27%): 0.931 holds. Merged on main with rounds 30-45: 1252/1342
-    (93.29%): 0.931 holds. MERGED-FIGURE"""
+    (93.29%): 0.931 holds. Round 48 (PyTorch's own error strings; branched from a0b239b): its 7 dev
+    rows (4/7 before use) and the torch-cuda-unavailable signature brought it to 1259/1349 (93.33%):
+    0.931 holds. With round 48 and the first-line assembly rule: 1261/1351 (93.34%): 0.931 holds.
+    MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
     assert acc >= 0.931, misses  # log mode answers what text mode does (the prefilter is exact)
@@ -258,13 +261,16 @@ def test_fallback_alone_on_the_development_split():
     to 1029/1292 (79.64%) before any rule changed; with the parallelism terms "rank count", "already
     checked in" and "invalid rank" (NCCL's bootstrap/init wording, dev row pytorch#46248) 1030/1292
     (79.72%): 0.797 holds. Merged on main with rounds 30-45: 1056/1342 (78.69%), rounded down:
-    0.786. MERGED-FIGURE"""
+    0.786. Round 48 (branched from a0b239b, 1056/1342 there; no fallback term changed): its 7 dev
+    rows took it to 1060/1349 (78.58%): re-measured and rounded down, 0.785 (lowered: the new dev
+    rows measure below the old gate). With round 48 merged: 1062/1351 (78.61%): 0.785 holds.
+    MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.786, hits
+    assert hits / len(DEV) >= 0.785, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -349,7 +355,9 @@ def test_top1_on_the_heldout_split(prefilter):
     added 11 held-out rows (6/11 before use): 573/770 (74.42%) before its rules and the same after,
     measured once at the end: re-measured and rounded down, 0.744 (lowered: the new rows measure
     below the old gate). Merged on main with rounds 30-45: 596/809 (73.67%), rounded down: 0.736.
-    MERGED-FIGURE"""
+    Round 48 (branched from a0b239b) added 6 held-out rows (5/6 before use): 602/815 (73.87%) after
+    its rules, measured once at the end: 0.736 holds. With round 48 merged (6/6 held-out rows before
+    use) and the first-line assembly rule: 603/816 (73.90%): 0.736 holds. MERGED-FIGURE"""
 
 
 

@@ -235,11 +235,12 @@ def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | 
     # reaches its own length): after it, only a line starting in lower case continues it outright
     alone = len(counted) < 2 or sum(1 for k in counted if lens[order[k]] >= width - SLACK) < 2
     # a wrapped line goes on the same way wherever it is printed again, so a full line printed
-    # again as the block's last line ends where it ends
-    final = line(last)
+    # again as the block's last line ends where it ends; and the block's first line starts a
+    # record, so a line printed again as the first line is no continuation
+    final, opening = line(last), line(0)
     for k in compress(range(len(order)), map(not_, map(record, nxts))):
         i, cur, nxt = order[k], curs[k], nxts[k]
-        if nxt == cur or cur == final:
+        if nxt == cur or cur == final or nxt == opening:
             continue  # (a line printed again, on every rank or retry, is a record of its own)
         body = nxt[_lead(nxt):]
         if record(body) or (body[:2] == b"- " and cur[_lead(cur):][:2] == b"- "):
