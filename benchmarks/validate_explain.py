@@ -34,6 +34,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -135,25 +136,51 @@ def pct(a: int, b: int) -> str:
     return f"{a}/{b} ({100 * a / b:.1f}%)" if b else "-"
 
 
+def load_sample(paths: list[Path]) -> tuple[list[dict], list[dict]]:
+    """The error rows and the benign rows of freshly collected files (as collected, not rebuilt); a
+    file that cannot be read, or a line that is not a row, stops the script with its name and line."""
+    rows: list[dict] = []
+    for path in paths:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SystemExit(f"validate_explain: cannot read {path}: {exc}")
+        for no, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SystemExit(f"validate_explain: {path}:{no}: not a JSON row ({exc.msg}); "
+                                 "each line is one object with the keys of fixtures/errors/build_corpus.py")
+            if not isinstance(row, dict) or not {"source", "excerpt", "expected_category"} <= row.keys():
+                raise SystemExit(f"validate_explain: {path}:{no}: a row needs 'source', 'excerpt' and "
+                                 "'expected_category' (see fixtures/errors/build_corpus.py)")
+            rows.append(row)
+    return ([r for r in rows if r["expected_category"] != "benign"],
+            [r for r in rows if r["expected_category"] == "benign"])
+
+
+def split_of_sample(dropped: str = "dropped") -> "Callable[[dict], str]":
+    """A function giving the split of the rebuilt corpus a freshly collected row fell on, looked up by
+    row id in errors.jsonl / benign.jsonl (run ``python -m fixtures.errors.build_corpus`` first), or
+    ``dropped`` for a row the build dropped as a verbatim duplicate of an existing excerpt."""
+    from fixtures.errors.build_corpus import row_id
+
+    split_of = {r["id"]: r["split"] for r in load("errors.jsonl") + load("benign.jsonl")}
+    return lambda r: split_of.get(row_id(r["source"], r["excerpt"]), dropped)
+
+
 def sample_score(paths: list[Path]) -> dict:
     """The first-score record of freshly collected rows (``fixtures/errors/scores/rNN-first-score.json``
     shape, counts only): top-1, silent and benign alarms, per split of the rebuilt corpus (run
     ``python -m fixtures.errors.build_corpus`` first), per category and per project; text mode,
     with ``text_equals_log`` saying whether log mode answered every row the same. The collector adds
     ``round``, ``note`` and the corpus figures."""
-    from fixtures.errors.build_corpus import row_id
-
-    rows: list[dict] = []
-    for path in paths:
-        rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    errors = [r for r in rows if r["expected_category"] != "benign"]
-    benign = [r for r in rows if r["expected_category"] == "benign"]
-    split_of = {r["id"]: r["split"] for r in load("errors.jsonl") + load("benign.jsonl")}
+    errors, benign = load_sample(paths)
+    where = split_of_sample("dropped_as_duplicate")
     scanner = Scanner()
     splits = ("dev", "heldout", "dropped_as_duplicate")
-
-    def where(r: dict) -> str:
-        return split_of.get(row_id(r["source"], r["excerpt"]), "dropped_as_duplicate")
 
     err: dict = {"rows": len(errors), "top1": 0, "silent": 0, **{s: {"rows": 0, "top1": 0, "silent": 0} for s in splits}}
     cats: dict[str, list[int]] = {}
@@ -194,11 +221,7 @@ def score_sample(paths: list[Path], projects: bool = False, by_split: bool = Fal
     if as_json:
         print(json.dumps(sample_score(paths), indent=2))
         return 0
-    rows: list[dict] = []
-    for path in paths:
-        rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    errors = [r for r in rows if r["expected_category"] != "benign"]
-    benign = [r for r in rows if r["expected_category"] == "benign"]
+    errors, benign = load_sample(paths)
     scanner = Scanner()
     print(f"sample: {len(errors)} error rows, {len(benign)} benign rows from {len(paths)} file(s)")
     for mode in ("text", "log"):
@@ -225,14 +248,12 @@ def print_by_split(scanner: Scanner, errors: list[dict], benign: list[dict], log
     split of each row is looked up by row id in errors.jsonl / benign.jsonl, so run
     ``python -m fixtures.errors.build_corpus`` first; a row the build dropped as a verbatim
     duplicate of an existing excerpt is counted as ``dropped``)."""
-    from fixtures.errors.build_corpus import row_id
-
-    split_of = {r["id"]: r["split"] for r in load("errors.jsonl") + load("benign.jsonl")}
+    where = split_of_sample()
     hit: Counter = Counter()
     n: Counter = Counter()
     silent: Counter = Counter()
     for r in errors:
-        s = split_of.get(row_id(r["source"], r["excerpt"]), "dropped")
+        s = where(r)
         cat, _sid, _conf = top1(scanner, r["excerpt"], log_mode)
         n[s] += 1
         hit[s] += cat == r["expected_category"]
@@ -240,7 +261,7 @@ def print_by_split(scanner: Scanner, errors: list[dict], benign: list[dict], log
     bn: Counter = Counter()
     bf: Counter = Counter()
     for r in benign:
-        s = split_of.get(row_id(r["source"], r["excerpt"]), "dropped")
+        s = where(r)
         bn[s] += 1
         bf[s] += bool(alarms(scanner, r["excerpt"], log_mode))
     print("      by split: " + ", ".join(

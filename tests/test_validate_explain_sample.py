@@ -35,3 +35,16 @@ def test_sample_json_has_the_first_score_shape(tmp_path, capsys):
     assert ben["dev"]["rows"] == 2 and ben["alarms"] == 0
     assert doc["text_equals_log"] is True
     assert "--sample" in doc["command"] and "--json" in doc["command"]
+
+
+def test_a_bad_sample_file_is_named_without_a_traceback(tmp_path):
+    import pytest
+
+    bad = tmp_path / "rXX_errors.jsonl"
+    bad.write_text('{"source": "x", "excerpt": "y", "expected_category": "other"}\nnot json\n')
+    with pytest.raises(SystemExit) as exc:
+        validate_explain.main(["--sample", str(bad), "--json"])
+    assert f"{bad}:2" in str(exc.value) and "not a JSON row" in str(exc.value)
+    with pytest.raises(SystemExit) as exc:
+        validate_explain.main(["--sample", str(tmp_path / "missing.jsonl")])
+    assert "cannot read" in str(exc.value) and "missing.jsonl" in str(exc.value)
