@@ -11,7 +11,8 @@ reads first). Baseline, measured in the same run: the same knowledge base withou
 classifier (signatures only), so the printed ratios say what the fallback adds.
 
     python benchmarks/validate_explain.py              # the table (text and log mode)
-    python benchmarks/validate_explain.py --misses     # plus the dev-split misses, to work on
+    python benchmarks/validate_explain.py --dev-only   # the dev split only (held-out rows not scored)
+    python benchmarks/validate_explain.py --misses     # the dev split and its misses, to work on
     python benchmarks/validate_explain.py --json       # machine-readable
     python benchmarks/validate_explain.py --by-project # plus top-1 per source project (counts)
     python benchmarks/validate_explain.py --sample fixtures/errors/collected/r5_a.jsonl \
@@ -413,7 +414,11 @@ def score_ordering(show: bool = False) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--misses", action="store_true", help="print dev-split misses and alarms")
+    ap.add_argument("--misses", action="store_true",
+                    help="print dev-split misses and alarms (implies --dev-only)")
+    ap.add_argument("--dev-only", action="store_true",
+                    help="score and print the dev split only: the held-out rows are not even explained, so "
+                         "working on rules between measurements never shows a held-out count")
     ap.add_argument("--category", help="with --misses: only rows expecting, or misread as, this category")
     ap.add_argument("--baseline-ref", metavar="GIT_REF",
                     help="also score the KB as it was at this git ref (signatures only), e.g. the "
@@ -454,6 +459,11 @@ def main(argv: list[str] | None = None) -> int:
         return score_sample([Path(p) for p in args.sample], projects=args.by_project, by_split=args.by_split,
                             as_json=args.json)
     errors, benign = load("errors.jsonl"), load("benign.jsonl")
+    splits: tuple[str, ...] = ("dev", "heldout")
+    if args.dev_only or args.misses:
+        splits = ("dev",)
+        errors = [r for r in errors if r["split"] == "dev"]
+        benign = [r for r in benign if r["split"] == "dev"]
     results: dict = {}
     t0 = time.perf_counter()
     scanners = [("signatures only (baseline)", Scanner(fallback=False)), ("signatures + fallback", Scanner())]
@@ -465,30 +475,33 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - t0
     if args.json:
         doc = [{"scanner": k[0], "mode": k[1], **{s: {x: y for x, y in v.items() if x not in ("misses", "alarms")}
-                                                     for s, v in r.items()}} for k, r in results.items()]
+                                                     for s, v in r.items() if s in splits}}
+               for k, r in results.items()]
         print(json.dumps(doc, indent=2))
         return 0
     cats = Counter((r["split"], r["expected_category"]) for r in errors)
     print(f"corpus: {len(errors)} errors from {len({r['thread'] for r in errors})} threads "
           f"(dev {sum(r['split'] == 'dev' for r in errors)}, held-out "
-          f"{sum(r['split'] == 'heldout' for r in errors)}); {len(benign)} benign lines")
-    print("held-out by category: " + ", ".join(f"{c} {n}" for (s, c), n in sorted(cats.items()) if s == "heldout"))
+          f"{sum(r['split'] == 'heldout' for r in errors)}); {len(benign)} benign lines"
+          + (" (--dev-only: the held-out rows are not scored)" if len(splits) == 1 else ""))
+    if "heldout" in splits:
+        print("held-out by category: " + ", ".join(f"{c} {n}" for (s, c), n in sorted(cats.items()) if s == "heldout"))
     print()
     print(f"{'scanner':<28} {'mode':<5} {'split':<8} {'top-1':>16} {'silent':>7} {'fallback':>8} {'benign alarms':>14}")
     for (label, mode), res in results.items():
-        for split in ("dev", "heldout"):
+        for split in splits:
             r = res[split]
             print(f"{label:<28} {mode:<5} {split:<8} {pct(r['top1'], r['rows']):>16} {r['silent']:>7} "
                   f"{r['fallback']:>8} {pct(r['benign_alarms'], r['benign_rows']):>14}")
     base = results[("signatures only (baseline)", "text")]["heldout"]
     full = results[("signatures + fallback", "text")]["heldout"]
-    if base["top1"]:
+    if base["top1"] and "heldout" in splits:
         print(f"\nheld-out top-1, text mode: {full['top1'] / base['top1']:.2f}x the signatures-only baseline")
     print(f"({elapsed:.1f} s for {2 * len(scanners) * (len(errors) + len(benign))} explains)")
     if args.by_project:
         full_scanner = scanners[-1][1]
         print("\ntop-1 by project, signatures + fallback (counts only):")
-        for split in ("dev", "heldout"):
+        for split in splits:
             rows = [r for r in errors if r["split"] == split]
             for mode in ("text", "log"):
                 print_by_project(f"{split} {mode}", by_project(full_scanner, rows, mode == "log"))

@@ -48,3 +48,28 @@ def test_a_bad_sample_file_is_named_without_a_traceback(tmp_path):
     with pytest.raises(SystemExit) as exc:
         validate_explain.main(["--sample", str(tmp_path / "missing.jsonl")])
     assert "cannot read" in str(exc.value) and "missing.jsonl" in str(exc.value)
+
+
+def test_dev_only_and_misses_never_score_or_print_held_out_rows(capsys, monkeypatch):
+    """Working on rules (``--misses``, ``--dev-only``) must not show a held-out count: the held-out
+    rows are not even explained."""
+    seen: list[str] = []
+    real = validate_explain.top1
+
+    def spy(scanner, text, log_mode):
+        seen.append(text)
+        return real(scanner, text, log_mode)
+
+    monkeypatch.setattr(validate_explain, "top1", spy)
+    held_out = {json.loads(line)["excerpt"] for line in (ROOT / "fixtures/errors/errors.jsonl").read_text().splitlines()
+                if line.strip() and json.loads(line)["split"] == "heldout"}
+    for flags in (["--dev-only"], ["--misses"], ["--dev-only", "--json"]):
+        seen.clear()
+        assert validate_explain.main(flags) == 0
+        out = capsys.readouterr().out
+        assert seen and not held_out.intersection(seen)
+        assert "heldout" not in out.replace("--dev-only", "")
+        if "--json" in flags:
+            assert all(set(entry) >= {"dev"} and "heldout" not in entry for entry in json.loads(out))
+        else:
+            assert "held-out 0" in out  # (the corpus line counts only the rows it scored)
