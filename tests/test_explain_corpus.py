@@ -265,13 +265,15 @@ def test_fallback_alone_on_the_development_split():
     (79.72%): 0.797 holds. Merged on main with rounds 30-45: 1056/1342 (78.69%), rounded down:
     0.786. Round 48 (branched from a0b239b, 1056/1342 there; no fallback term changed): its 7 dev
     rows took it to 1060/1349 (78.58%): re-measured and rounded down, 0.785 (lowered: the new dev
-    rows measure below the old gate). With round 48 merged: 1062/1351 (78.61%): 0.785 holds.
-    Round 50 (SGLang error texts; branched from adb1424, 1062/1351 there; no fallback term changed):
-    its 11 dev rows took it to 1069/1362 (78.49%): re-measured and rounded down, 0.784 (lowered: the
-    new dev rows measure below the old gate). Round 52 (branched from adb1424): its 15 dev rows took
-    it to 1071/1366 (78.40%, below the gate); with its fallback changes (cudaErrorInvalidDevice's
-    text and a bare "Exception: " as hard lines, the network term "badstatusline") 1073/1366
-    (78.55%): 0.785 holds. MERGED-FIGURE"""
+    rows measure below the old gate). With round 48 merged: 1062/1351 (78.61%): 0.785 holds. Round
+    50 (SGLang error texts; branched from adb1424, 1062/1351 there; no fallback term changed): its
+    11 dev rows took it to 1069/1362 (78.49%): re-measured and rounded down, 0.784 (lowered: the new
+    dev rows measure below the old gate). Round 52 (branched from adb1424): its 15 dev rows took it
+    to 1071/1366 (78.40%, below the gate); with its fallback changes (cudaErrorInvalidDevice's text
+    and a bare "Exception: " as hard lines, the network term "badstatusline") 1073/1366 (78.55%):
+    0.785 holds. Round 51 (NCCL failures; branched from adb1424, 1062/1351 there; no fallback term
+    changed): its 14 dev rows took it to 1071/1365 (78.46%): re-measured and rounded down, 0.784
+    (lowered: the new dev rows measure below the old gate). MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
@@ -420,9 +422,11 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     the merge, 5 of 363 on round 39's branch): the new alarm comes from the two sides meeting, a
     rule one round wrote from its own dev rows firing on a held-out line another round collected,
     which the rule never saw (a fresh line flagged before use, as round 18's was). Not read, not
-    tuned on: re-measured, the gate is 6."""
+    tuned on: re-measured, the gate is 6. Round 51 (NCCL benign lines) brought 2 held-out benign
+    lines, 1 of them flagged when scored before use (r51-first-score.json) and still flagged after
+    its rules: 7 of 409. Not read, not tuned on: re-measured, the gate is 7."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 6, f"{n} held-out benign lines flagged"
+    assert n <= 7, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
