@@ -252,3 +252,14 @@ def test_the_kb_is_not_written_from_heldout_threads():
             except ValueError:
                 pass
     assert not bad, sorted(set(bad))
+
+
+def test_the_guard_names_a_held_out_line_inside_a_multi_line_example():
+    """tools/kb_heldout_guard.py reads each line of a multi-line example, as the test above does
+    (it used to compare whole list items only, so such a line passed the guard and failed here)."""
+    from tools.kb_heldout_guard import inside_items
+
+    sig, k, text = next((s, k, t) for s in KB for k, t in enumerate(s.examples) if len(t.splitlines()) > 2)
+    line = text.splitlines()[1].strip()
+    assert f"{sig.id}: examples[{k}]" in inside_items({line})
+    assert inside_items(set()) == []

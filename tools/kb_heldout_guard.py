@@ -4,6 +4,9 @@ reference to a held-out thread (the held-out split must stay unseen by the KB).
     python tools/kb_heldout_guard.py          # report
     python tools/kb_heldout_guard.py --fix    # edit kb/*.toml in place (list-item lines only)
 
+A held-out line inside a multi-line example (``"...\\n..."``) is reported with its signature's id
+and the example's index, to be replaced by hand (``--fix`` does not rewrite part of an item).
+
 ``tests/test_explain_kb.py::test_the_kb_is_not_written_from_heldout_threads`` enforces it.
 """
 
@@ -37,9 +40,27 @@ def heldout_only() -> tuple[set[str], set[str]]:
     return held - dev, threads
 
 
+def inside_items(lines: set[str]) -> list[str]:
+    """``id: field[index]`` of every multi-line example / near miss holding a held-out-only line
+    (as ``tests/test_explain_kb.py`` reads them: each line of the parsed string)."""
+    from k3doctor.explain.kb import load_kb
+
+    found = []
+    for sig in load_kb():
+        for field in ("examples", "near_misses"):
+            for k, text in enumerate(getattr(sig, field)):
+                parts = text.splitlines()
+                if len(parts) > 1 and any(part.strip() in lines for part in parts):
+                    found.append(f"{sig.id}: {field}[{k}]")
+    return found
+
+
 def main(argv: list[str]) -> int:
     lines, threads = heldout_only()
     changed = 0
+    for where in inside_items(lines):
+        print(f"{where}: a line of this multi-line item is a held-out line (replace it by hand)")
+        changed += 1
     for path in sorted(KB.glob("*.toml")):
         text = path.read_text(encoding="utf-8")
         out = []
