@@ -264,13 +264,15 @@ def test_fallback_alone_on_the_development_split():
     0.786. Round 48 (branched from a0b239b, 1056/1342 there; no fallback term changed): its 7 dev
     rows took it to 1060/1349 (78.58%): re-measured and rounded down, 0.785 (lowered: the new dev
     rows measure below the old gate). With round 48 merged: 1062/1351 (78.61%): 0.785 holds.
-    MERGED-FIGURE"""
+    Round 56 (branched from b877d59, 1062/1351 there; no fallback term changed): its 8 dev rows
+    (4/8 for the fallback alone) took it to 1066/1359 (78.44%): re-measured and rounded down, 0.784
+    (lowered: the new dev rows measure below the old gate). MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.785, hits
+    assert hits / len(DEV) >= 0.784, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
