@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import time
@@ -172,7 +173,13 @@ def split_of_sample(dropped: str = "dropped") -> "Callable[[dict], str]":
     return lambda r: split_of.get(row_id(r["source"], r["excerpt"]), dropped)
 
 
-def sample_score(paths: list[Path]) -> dict:
+def _round_of(paths: list[Path]) -> int | None:
+    """The round number the collected files' names share (``r49_errors.jsonl``), else None."""
+    got = {m.group(1) for m in (re.match(r"r(\d+)[a-z]?_", p.name) for p in paths) if m}
+    return int(got.pop()) if len(got) == 1 and all(re.match(r"r\d+[a-z]?_", p.name) for p in paths) else None
+
+
+def sample_score(paths: list[Path], flags: list[str] | None = None) -> dict:
     """The first-score record of freshly collected rows (``fixtures/errors/scores/rNN-first-score.json``
     shape, counts only): top-1, silent and benign alarms, per split of the rebuilt corpus (run
     ``python -m fixtures.errors.build_corpus`` first), per category and per project; text mode,
@@ -207,20 +214,22 @@ def sample_score(paths: list[Path]) -> dict:
         ben[where(r)]["rows"] += 1
         ben[where(r)]["alarms"] += flagged
     try:
-        kb = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+        kb = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                             cwd=ROOT, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         kb = None
-    return {"kb_commit": kb, "command": "python -m fixtures.errors.build_corpus && python benchmarks/validate_explain.py "
-            "--sample " + " ".join(str(p) for p in paths) + " --json",
+    args = flags if flags is not None else ["--sample", *map(str, paths), "--json"]
+    return {"round": _round_of(paths), "kb_commit": kb,
+            "command": "python -m fixtures.errors.build_corpus && python benchmarks/validate_explain.py " + " ".join(args),
             "errors": err, "benign": ben, "text_equals_log": same}
 
 
-def score_sample(paths: list[Path], projects: bool = False, by_split: bool = False, as_json: bool = False) -> int:
+def score_sample(paths: list[Path], projects: bool = False, by_split: bool = False, as_json: bool = False,
+                 flags: list[str] | None = None) -> int:
     """Top-1 (text and log mode) and benign alarms of freshly collected rows, as counts only
     (``as_json``: the first-score record of :func:`sample_score`)."""
     if as_json:
-        print(json.dumps(sample_score(paths), indent=2))
+        print(json.dumps(sample_score(paths, flags), indent=2))
         return 0
     errors, benign = load_sample(paths)
     scanner = Scanner()
@@ -457,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
         return score_ordering(args.misses)
     if args.sample:
         return score_sample([Path(p) for p in args.sample], projects=args.by_project, by_split=args.by_split,
-                            as_json=args.json)
+                            as_json=args.json, flags=list(sys.argv[1:] if argv is None else argv))
     errors, benign = load("errors.jsonl"), load("benign.jsonl")
     splits: tuple[str, ...] = ("dev", "heldout")
     if args.dev_only or args.misses:

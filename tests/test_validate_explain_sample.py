@@ -35,6 +35,18 @@ def test_sample_json_has_the_first_score_shape(tmp_path, capsys):
     assert ben["dev"]["rows"] == 2 and ben["alarms"] == 0
     assert doc["text_equals_log"] is True
     assert "--sample" in doc["command"] and "--json" in doc["command"]
+    assert doc["round"] is None  # ("rXX_": no round number in the file name)
+    assert len(doc["kb_commit"] or "0" * 40) == 40
+
+
+def test_sample_json_names_its_round_and_the_flags_given(tmp_path, capsys):
+    sample = tmp_path / "r77_errors.jsonl"
+    sample.write_text("".join(json.dumps(r) + "\n" for r in _dev_rows("errors.jsonl", 2)))
+    flags = ["--sample", str(sample), "--by-project", "--by-split", "--json"]
+    assert validate_explain.main(flags) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["round"] == 77
+    assert doc["command"].endswith(" ".join(flags))
 
 
 def test_a_bad_sample_file_is_named_without_a_traceback(tmp_path):
