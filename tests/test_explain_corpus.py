@@ -288,6 +288,9 @@ def test_fallback_alone_on_the_development_split():
     (PyTorch GPU errors from pytorch/pytorch threads >= 100000; branched from 2594082, 1132/1459
     there; no fallback term changed): its 11 dev rows (3/11 for the fallback alone) took it to
     1135/1470 (77.21%): re-measured and rounded down, 0.772 (lowered: the new dev rows measure below
+    the old gate). Round 64 (model-repository deployment threads; branched from 2594082, 1132/1459
+    there; no fallback term changed): its 17 dev rows (8/17 for the fallback alone) took it to
+    1140/1476 (77.24%): re-measured and rounded down, 0.772 (lowered: the new dev rows measure below
     the old gate). MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -443,9 +446,12 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     which the rule never saw (a fresh line flagged before use, as round 18's was). Not read, not
     tuned on: re-measured, the gate is 6. Round 51 (NCCL benign lines) brought 2 held-out benign
     lines, 1 of them flagged when scored before use (r51-first-score.json) and still flagged after
-    its rules: 7 of 409. Not read, not tuned on: re-measured, the gate is 7."""
+    its rules: 7 of 409. Not read, not tuned on: re-measured, the gate is 7. Round 64 (benign lines
+    pasted in model-repository deployment threads) brought 2 held-out benign lines, 1 of them flagged
+    when scored before use (r64-first-score.json) and still flagged after its rules (which are
+    version signatures for error lines): 8 of 440. Not read, not tuned on: re-measured, the gate is 8."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 7, f"{n} held-out benign lines flagged"
+    assert n <= 8, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
