@@ -438,9 +438,12 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     which the rule never saw (a fresh line flagged before use, as round 18's was). Not read, not
     tuned on: re-measured, the gate is 6. Round 51 (NCCL benign lines) brought 2 held-out benign
     lines, 1 of them flagged when scored before use (r51-first-score.json) and still flagged after
-    its rules: 7 of 409. Not read, not tuned on: re-measured, the gate is 7."""
+    its rules: 7 of 409. Not read, not tuned on: re-measured, the gate is 7. Round 57 (vLLM
+    INFO/WARNING lines) brought 5 held-out benign lines, 1 of them flagged when scored before use
+    (r57-first-score.json) and still flagged after its rules (measured once at the end): 8 of 443.
+    Not read, not tuned on: re-measured, the gate is 8."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 7, f"{n} held-out benign lines flagged"
+    assert n <= 8, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
