@@ -296,8 +296,10 @@ def test_fallback_alone_on_the_development_split():
     there; no fallback term changed): its 17 dev rows (8/17 for the fallback alone) took it to
     1140/1476 (77.24%): re-measured and rounded down, 0.772 (lowered: the new dev rows measure below
     the old gate). Round 60 (branched from 2594082, 1132/1459 there; no fallback term changed): its
-    17 dev rows (12/17 for the fallback alone) took it to 1144/1476 (77.51%): 0.775 holds.
-    MERGED-FIGURE"""
+    17 dev rows (12/17 for the fallback alone) took it to 1144/1476 (77.51%): 0.775 holds. Round 57
+    (branched from 2594082, 1132/1459 there; no fallback term changed): its 20 dev rows (13/20 for
+    the fallback alone) took it to 1145/1479 (77.42%): re-measured and rounded down, 0.774 (lowered:
+    the new dev rows measure below the old gate). MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
@@ -455,9 +457,12 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     tuned on: re-measured, the gate is 6. Round 51 (NCCL benign lines) brought 2 held-out benign
     lines, 1 of them flagged when scored before use (r51-first-score.json) and still flagged after
     its rules: 7 of 409. Not read, not tuned on: re-measured, the gate is 7. Round 64 (benign lines
-    pasted in model-repository deployment threads) brought 2 held-out benign lines, 1 of them flagged
-    when scored before use (r64-first-score.json) and still flagged after its rules (which are
-    version signatures for error lines): 8 of 440. Not read, not tuned on: re-measured, the gate is 8."""
+    pasted in model-repository deployment threads) brought 2 held-out benign lines, 1 of them
+    flagged when scored before use (r64-first-score.json) and still flagged after its rules (which
+    are version signatures for error lines): 8 of 440. Not read, not tuned on: re-measured, the gate
+    is 8. Round 57 (vLLM INFO/WARNING lines) brought 5 held-out benign lines, 1 of them flagged
+    when scored before use (r57-first-score.json) and still flagged after its rules (measured once
+    at the end): 8 of 443. Not read, not tuned on: re-measured, the gate is 8."""
     n = len(_benign_alarms("heldout", prefilter))
     assert n <= 8, f"{n} held-out benign lines flagged"
 
