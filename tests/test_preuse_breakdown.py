@@ -72,3 +72,10 @@ def test_a_first_score_record_that_is_not_json_names_its_file(tmp_path: Path, mo
     monkeypatch.setattr(pb, "CORPUS", tmp_path)
     with pytest.raises(SystemExit, match="r99-first-score.json"):
         pb.rounds(14)
+
+
+def test_a_commit_whose_explain_fails_is_skipped_with_its_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a row without an excerpt makes the scorer of any commit fail: reported, not a traceback
+    assert pb.score_at("HEAD", [{"id": "x"}], tmp_path) is None
+    assert "did not run" in capsys.readouterr().err
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], capture_output=True)

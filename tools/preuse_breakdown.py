@@ -95,7 +95,8 @@ def rounds(start: int) -> list[tuple[int, str, list[dict], list[dict]]]:
 
 
 def score_at(commit: str, rows: list[dict], tmp: Path) -> list[dict] | None:
-    """The answers of the code and KB of ``commit`` on ``rows`` (None: the commit is not here)."""
+    """The answers of the code and KB of ``commit`` on ``rows`` (None: the commit is not here, or
+    its package failed to run on them)."""
     full = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "-q", f"{commit}^{{commit}}"],
                           capture_output=True, text=True)
     if full.returncode:
@@ -107,7 +108,11 @@ def score_at(commit: str, rows: list[dict], tmp: Path) -> list[dict] | None:
         if made.returncode:
             return None
     done = subprocess.run([sys.executable, "-c", _SCORER, str(tree)], input="".join(json.dumps(r) + "\n" for r in rows),
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True)
+    if done.returncode:  # (that commit's package does not import or run here: say so, skip it)
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        print(f"{commit[:12]}: its explain did not run ({last})", file=sys.stderr)
+        return None
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
@@ -178,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     print("  commonest wrong answers (expected <- given): " +
           ", ".join(f"{a} <- {b} {k}" for a, b, k in got["pairs"][:10]))
     if got["commits_missing"]:
-        print(f"  skipped (kb_commit not in this clone): rounds {got['commits_missing']}")
+        print(f"  skipped (kb_commit not in this clone, or its explain did not run): rounds {got['commits_missing']}")
     return 0
 
 
