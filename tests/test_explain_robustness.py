@@ -79,8 +79,11 @@ WRAP_LOSS = 0.03
 #: "probes.atkgen.Tox:   0%|" (the fallback reads "x.y.z:" as a module-qualified exception), and
 #: at 60 columns "... is incompatible with gradient checkpointing." split from its "Setting
 #: use_cache=False..." (a capitalised sentence after a full stop may start a record) and NCCL's
-#: "NCCL WARN NET/OFI" split from "Only EFA provider is supported"
-WRAP_BENIGN = 3
+#: "NCCL WARN NET/OFI" split from "Only EFA provider is supported"; re-measured in round 58 (4, its
+#: new dev row sglang#3196): Triton's ignorable 'loc("...decode_attention.py":310:16): error: operation
+#: scheduled before its operands' cut at 80 columns leaves 'attention.py":310:16): error: ...' on a
+#: line of its own, which the fallback reads as an error (unwrapped the line gets no answer)
+WRAP_BENIGN = 4
 
 
 @pytest.mark.parametrize("wrap", sorted(WRAPS))
