@@ -282,13 +282,16 @@ def test_fallback_alone_on_the_development_split():
     for the fallback alone) took it to 1066/1359 (78.44%): re-measured and rounded down, 0.784
     (lowered: the new dev rows measure below the old gate). With rounds 49-56 merged (on 455f25c):
     1132/1459 (77.59%), rounded down: 0.775 (lowered: the eight rounds' new dev rows
-    count together here, each round measured only its own). MERGED-FIGURE"""
+    count together here, each round measured only its own). Round 61 (NCCL / nccl-tests / aws-ofi-nccl
+    / SHARP-plugin threads; branched from 2594082, 1132/1459 there; no fallback term changed): its 8
+    dev rows (3/8 for the fallback alone) took it to 1135/1467 (77.37%): re-measured and rounded down,
+    0.773 (lowered: the new dev rows measure below the old gate). MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.775, hits
+    assert hits / len(DEV) >= 0.773, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
