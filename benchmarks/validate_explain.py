@@ -279,26 +279,27 @@ def print_by_split(scanner: Scanner, errors: list[dict], benign: list[dict], log
         + "; benign alarms " + ", ".join(f"{s} {bf[s]}/{bn[s]}" for s in ("dev", "heldout", "dropped") if bn[s]))
 
 
-def score_framings(log_check: bool = False) -> int:
+def score_framings(log_check: bool = False, splits: tuple[str, ...] = ("dev", "heldout")) -> int:
     """Per framing (fixtures/errors/framings.py): of the rows answered right unframed, how many keep
     their answer framed, and the benign lines flagged framed; held-out as counts only."""
     from fixtures.errors.framings import FRAMES, WRAPS
 
-    errors, benign = load("errors.jsonl"), load("benign.jsonl")
+    errors = [r for r in load("errors.jsonl") if r["split"] in splits]
+    benign = [r for r in load("benign.jsonl") if r["split"] in splits]
     scanner = Scanner()
     right = {s: [r for r in errors if r["split"] == s and top1(scanner, r["excerpt"], False)[0] == r["expected_category"]]
-             for s in ("dev", "heldout")}
-    print(f"answered right unframed: dev {len(right['dev'])}, held-out {len(right['heldout'])}")
-    print(f"{'framing':<16} {'dev kept':>10} {'held-out kept':>14} {'dev benign alarms':>18} "
-          f"{'held-out benign':>16}" + (f" {'log != text':>12}" if log_check else ""))
+             for s in splits}
+    label = {"dev": "dev", "heldout": "held-out"}
+    print("answered right unframed: " + ", ".join(f"{label[s]} {len(right[s])}" for s in splits))
+    print(f"{'framing':<16} " + " ".join(f"{label[s] + ' kept':>14}" for s in splits) + " "
+          + " ".join(f"{label[s] + ' benign alarms':>22}" for s in splits) + (f" {'log != text':>12}" if log_check else ""))
     for name, f in {**FRAMES, **WRAPS}.items():
         kept = {s: sum(top1(scanner, f(r["excerpt"]), False)[0] == r["expected_category"] for r in rows)
                 for s, rows in right.items()}
-        ben = {s: sum(bool(alarms(scanner, f(r["excerpt"]), False)) for r in benign if r["split"] == s)
-               for s in ("dev", "heldout")}
-        nben = {s: sum(r["split"] == s for r in benign) for s in ("dev", "heldout")}
-        line = (f"{name:<16} {kept['dev']:>5}/{len(right['dev']):<4} {kept['heldout']:>8}/{len(right['heldout']):<5} "
-                f"{ben['dev']:>12}/{nben['dev']:<5} {ben['heldout']:>10}/{nben['heldout']:<5}")
+        ben = {s: sum(bool(alarms(scanner, f(r["excerpt"]), False)) for r in benign if r["split"] == s) for s in splits}
+        nben = {s: sum(r["split"] == s for r in benign) for s in splits}
+        line = (f"{name:<16} " + " ".join(f"{kept[s]:>8}/{len(right[s]):<5}" for s in splits) + " "
+                + " ".join(f"{ben[s]:>16}/{nben[s]:<5}" for s in splits))
         if log_check:
             diff = sum(top1(scanner, f(r["excerpt"]), False) != top1(scanner, f(r["excerpt"]), True)
                        for r in errors + benign)
@@ -370,7 +371,7 @@ def score_fallback_only(show: bool = False, category: str | None = None) -> int:
     return 0
 
 
-def score_ordering(show: bool = False) -> int:
+def score_ordering(show: bool = False, splits: tuple[str, ...] = ("dev", "heldout")) -> int:
     """Root cause first. (1) Corpus rows whose expected category is among the matches but not the
     first one. (2) The consequence probe: each row answered right on its own is pasted with a
     consequence line (fixtures/errors/framings.py CONSEQUENCES: a watchdog timeout, a peer's
@@ -381,7 +382,7 @@ def score_ordering(show: bool = False) -> int:
     errors = load("errors.jsonl")
     scanner = Scanner()
     for mode in ("text", "log"):
-        for split in ("dev", "heldout"):
+        for split in splits:
             rows = [r for r in errors if r["split"] == split]
             later = []
             for r in rows:
@@ -396,7 +397,7 @@ def score_ordering(show: bool = False) -> int:
                           + ", ".join(f"{m.sig.id}[{m.sig.category}/{m.sig.tier}]@{m.first_line}" for m in rep.matches))
                     print("    " + repr(r["excerpt"][:600]))
     print("\nconsequence probe (text mode): rows answered right alone that keep their category first")
-    for split in ("dev", "heldout"):
+    for split in splits:
         right = [r for r in errors if r["split"] == split
                  and top1(scanner, r["excerpt"], False)[0] == r["expected_category"]]
         total, lost = 0, []
@@ -426,8 +427,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--misses", action="store_true",
                     help="print dev-split misses and alarms (implies --dev-only)")
     ap.add_argument("--dev-only", action="store_true",
-                    help="score and print the dev split only: the held-out rows are not even explained, so "
-                         "working on rules between measurements never shows a held-out count")
+                    help="score and print the dev split only (also with --framings and --ordering): the "
+                         "held-out rows are not even explained, so working on rules between measurements "
+                         "never shows a held-out count")
     ap.add_argument("--category", help="with --misses: only rows expecting, or misread as, this category")
     ap.add_argument("--baseline-ref", metavar="GIT_REF",
                     help="also score the KB as it was at this git ref (signatures only), e.g. the "
@@ -460,19 +462,17 @@ def main(argv: list[str] | None = None) -> int:
         return fallback_model(["--cv"])
     if args.fallback_only:
         return score_fallback_only(args.misses, args.category)
+    # --dev-only (and --misses, which works on rules): the held-out rows are not even explained
+    splits: tuple[str, ...] = ("dev",) if args.dev_only or args.misses else ("dev", "heldout")
     if args.framings:
-        return score_framings(args.log_check)
+        return score_framings(args.log_check, splits)
     if args.ordering:
-        return score_ordering(args.misses)
+        return score_ordering(args.misses, splits)
     if args.sample:
         return score_sample([Path(p) for p in args.sample], projects=args.by_project, by_split=args.by_split,
                             as_json=args.json, flags=list(sys.argv[1:] if argv is None else argv))
-    errors, benign = load("errors.jsonl"), load("benign.jsonl")
-    splits: tuple[str, ...] = ("dev", "heldout")
-    if args.dev_only or args.misses:
-        splits = ("dev",)
-        errors = [r for r in errors if r["split"] == "dev"]
-        benign = [r for r in benign if r["split"] == "dev"]
+    errors = [r for r in load("errors.jsonl") if r["split"] in splits]
+    benign = [r for r in load("benign.jsonl") if r["split"] in splits]
     results: dict = {}
     t0 = time.perf_counter()
     scanners = [("signatures only (baseline)", Scanner(fallback=False)), ("signatures + fallback", Scanner())]
