@@ -282,3 +282,16 @@ def test_the_guard_names_a_held_out_line_inside_a_multi_line_example():
     line = text.splitlines()[1].strip()
     assert f"{sig.id}: examples[{k}]" in inside_items({line})
     assert inside_items(set()) == []
+
+
+def test_no_fallback_term_is_listed_twice_in_a_category():
+    """Each occurrence of a term adds its weight; a term written twice (two rounds or sweeps adding the
+    same word) weighs their sum without saying so. One entry per term, with its whole weight."""
+    from collections import Counter
+    from importlib import resources
+
+    from k3doctor.explain.kb import tomllib
+
+    raw = tomllib.loads(resources.files("k3doctor.explain").joinpath("kb/fallback.toml").read_text(encoding="utf-8"))
+    twice = {c["name"]: [t for t, n in Counter(term for term, _w in c["terms"]).items() if n > 1] for c in raw["category"]}
+    assert not any(twice.values()), twice
