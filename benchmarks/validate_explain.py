@@ -22,6 +22,7 @@ classifier (signatures only), so the printed ratios say what the fallback adds.
     python benchmarks/validate_explain.py --ordering   # right category matched but not first
     python benchmarks/validate_explain.py --fallback-only  # the fallback alone on the dev errors
     python benchmarks/validate_explain.py --fallback-cv    # a learned category model vs the terms
+    python benchmarks/validate_explain.py --sweeps     # the source sweeps: before their rules, now, gate
 
 Held-out misses are deliberately not printed: reading them would be tuning on them.
 """
@@ -422,6 +423,34 @@ def score_ordering(show: bool = False, splits: tuple[str, ...] = ("dev", "heldou
     return 0
 
 
+def score_sweeps(as_json: bool = False) -> int:
+    """Per source sweep (fixtures/errors/sweeps/): the share ``explain`` gave its messages' category
+    before the sweep's rules (the header's ``before``), the share now and the gate; and the totals.
+    Sweep messages are public source text, not corpus rows: nothing here is held out."""
+    from fixtures.errors.sweep_files import load_sweep, sweep_files
+
+    scanner = Scanner()
+    table = []
+    for path in sweep_files():
+        try:
+            head, rows = load_sweep(path)
+        except ValueError as exc:
+            raise SystemExit(f"validate_explain: {exc}") from None
+        now = sum(top1(scanner, str(r.get("message", "")), False)[0] == r.get("category") for r in rows)
+        table.append({"sweep": head["sweep"], "source": head.get("commit"), "rows": len(rows),
+                      "before": head.get("before", [0, 0])[0], "now": now, "gate": head.get("gate")})
+    total = {k: sum(t[k] for t in table) for k in ("rows", "before", "now")}
+    if as_json:
+        print(json.dumps({"sweeps": table, "total": total}, indent=2))
+        return 0
+    print(f"{'sweep':<18} {'before':>16} {'now':>16} {'gate':>5}  source")
+    for t in table:
+        print(f"{t['sweep']:<18} {pct(t['before'], t['rows']):>16} {pct(t['now'], t['rows']):>16} "
+              f"{t['gate']:>5}  {str(t['source'])[:48]}")
+    print(f"{'total':<18} {pct(total['before'], total['rows']):>16} {pct(total['now'], total['rows']):>16}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--misses", action="store_true",
@@ -452,10 +481,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fallback-only", action="store_true",
                     help="the fallback alone (signatures removed) on the dev errors, with shipped and "
                          "leave-thread-out terms (with --misses: its dev misses); dev rows only")
+    ap.add_argument("--sweeps", action="store_true",
+                    help="the source sweeps (fixtures/errors/sweeps/): each file's share before its rules, now, "
+                         "and its gate, with the totals")
     ap.add_argument("--fallback-cv", action="store_true",
                     help="a corpus-learned category model against the fallback terms: 5-fold "
                          "cross-validation by thread on the dev errors (tools/fallback_model.py --cv)")
     args = ap.parse_args(argv)
+    if args.sweeps:
+        return score_sweeps(args.json)
     if args.fallback_cv:
         from tools.fallback_model import main as fallback_model
 

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from fixtures.errors.sweep_files import sweep_messages
 from k3doctor.explain.kb import CATEGORIES, KBError, load_kb, parse_kb_text
 from k3doctor.explain.scan import Scanner
 from k3doctor.explain.prefilter import fold
@@ -197,22 +198,9 @@ def _corpus_lines() -> set[str]:
 DEV_LINES = _corpus_lines()
 
 
-def _sweep_messages() -> set[str]:
-    """Messages of the source sweeps (fixtures/errors/sweeps/): public source text, not held out, so a
-    signature may quote one whole as its positive example (its near miss still comes from the corpus)."""
-    import json
-    from pathlib import Path
-
-    base = Path(__file__).resolve().parents[1] / "fixtures" / "errors" / "sweeps"
-    out: set[str] = set()
-    for path in sorted(base.glob("*.jsonl")):
-        for raw in path.read_text(encoding="utf-8").splitlines()[1:]:
-            if raw.strip():
-                out.add(json.loads(raw)["message"].strip())
-    return out
-
-
-SWEEP_MESSAGES = _sweep_messages()
+#: messages of the source sweeps (fixtures/errors/sweeps/): public source text, not held out, so a
+#: signature may quote one whole as its positive example (its near miss still comes from the corpus)
+SWEEP_MESSAGES = sweep_messages()
 
 
 def _from_corpus(text: str) -> bool:

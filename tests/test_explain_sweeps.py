@@ -3,23 +3,18 @@ explained with its labelled category at least as often as the sweep's gate."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
+from fixtures.errors.sweep_files import load_sweep as _load
+from fixtures.errors.sweep_files import sweep_files
 from k3doctor.explain.kb import CATEGORIES
 from k3doctor.explain.scan import Scanner
 
-SWEEPS = Path(__file__).resolve().parents[1] / "fixtures" / "errors" / "sweeps"
-FILES = sorted(SWEEPS.glob("*.jsonl"))
+FILES = sweep_files()
 SCANNER = Scanner()
-
-
-def _load(path: Path) -> tuple[dict, list[dict]]:
-    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return lines[0], lines[1:]
 
 
 def _top1(text: str) -> str | None:
@@ -51,3 +46,17 @@ def test_a_sweep_keeps_its_gate(path: Path) -> None:
     misses = [(r["category"], _top1(r["message"]), r["message"][:120]) for r in rows]
     misses = [m for m in misses if m[0] != m[1]]
     assert (len(rows) - len(misses)) / len(rows) >= head["gate"], misses
+
+
+def test_a_broken_sweep_file_is_named_with_its_line(tmp_path: Path) -> None:
+    bad = tmp_path / "sw-x.jsonl"
+    bad.write_text('{"sweep": "sw-x"}\n{not json\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"sw-x.jsonl:2: not JSON"):
+        _load(bad)
+    bad.write_text('{"message": "x"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match="no header line"):
+        _load(bad)
+
+
+def test_there_are_sweeps() -> None:
+    assert len(FILES) >= 10, "the sweeps are fixtures of this repository"

@@ -99,3 +99,17 @@ def test_dev_only_and_misses_never_score_or_print_held_out_rows(capsys, monkeypa
     # and without --dev-only the same run does explain them (the marker is seen: the spy works)
     assert validate_explain.main(["--ordering"]) == 0
     assert any(b"heldout-marker" in d.lower() for d in seen)
+
+
+def test_sweeps_table_counts_every_sweep_message(capsys):
+    """``--sweeps --json``: one entry per sweep file, its rows counted from the file, totals summed."""
+    from fixtures.errors.sweep_files import load_sweep, sweep_files
+
+    assert validate_explain.main(["--sweeps", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    files = sweep_files()
+    assert [t["sweep"] for t in doc["sweeps"]] == [load_sweep(p)[0]["sweep"] for p in files]
+    assert [t["rows"] for t in doc["sweeps"]] == [len(load_sweep(p)[1]) for p in files]
+    for key in ("rows", "before", "now"):
+        assert doc["total"][key] == sum(t[key] for t in doc["sweeps"])
+    assert all(t["now"] >= t["gate"] * t["rows"] for t in doc["sweeps"])
