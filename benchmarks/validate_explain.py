@@ -427,7 +427,7 @@ def score_sweeps(as_json: bool = False) -> int:
     """Per source sweep (fixtures/errors/sweeps/): the share ``explain`` gave its messages' category
     before the sweep's rules (the header's ``before``), the share now and the gate; and the totals.
     Sweep messages are public source text, not corpus rows: nothing here is held out."""
-    from fixtures.errors.sweep_files import load_sweep, sweep_files
+    from fixtures.errors.sweep_files import load_sweep, sweep_files, sweep_hit
 
     scanner = Scanner()
     table = []
@@ -436,7 +436,7 @@ def score_sweeps(as_json: bool = False) -> int:
             head, rows = load_sweep(path)
         except ValueError as exc:
             raise SystemExit(f"validate_explain: {exc}") from None
-        now = sum(top1(scanner, str(r.get("message", "")), False)[0] == r.get("category") for r in rows)
+        now = sum(sweep_hit(scanner, str(r.get("message", "")), str(r.get("category"))) for r in rows)
         table.append({"sweep": head["sweep"], "source": head.get("commit"), "rows": len(rows),
                       "before": head.get("before", [0, 0])[0], "now": now, "gate": head.get("gate")})
     total = {k: sum(t[k] for t in table) for k in ("rows", "before", "now")}
