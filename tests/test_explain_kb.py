@@ -273,13 +273,17 @@ def test_the_guard_names_a_held_out_line_inside_a_multi_line_example():
 
 
 def test_no_fallback_term_is_listed_twice_in_a_category():
-    """Each occurrence of a term adds its weight; a term written twice (two rounds or sweeps adding the
-    same word) weighs their sum without saying so. One entry per term, with its whole weight."""
-    from collections import Counter
+    """Each occurrence of a term adds its weight, so a term written twice (two rounds or sweeps adding
+    the same word) would weigh their sum without saying so: the parser refuses it, naming the term."""
     from importlib import resources
 
-    from k3doctor.explain.kb import tomllib
+    from k3doctor.explain.fallback import load_fallback, parse_fallback_text
 
-    raw = tomllib.loads(resources.files("k3doctor.explain").joinpath("kb/fallback.toml").read_text(encoding="utf-8"))
-    twice = {c["name"]: [t for t, n in Counter(term for term, _w in c["terms"]).items() if n > 1] for c in raw["category"]}
-    assert not any(twice.values()), twice
+    for cat in load_fallback().categories:
+        texts = [t.text for t in cat.terms]
+        assert len(texts) == len(set(texts)), cat.name
+    text = resources.files("k3doctor.explain").joinpath("kb/fallback.toml").read_text(encoding="utf-8")
+    doubled = text.replace('["undefined symbol", 6],', '["undefined symbol", 6], ["undefined symbol", 1],', 1)
+    assert doubled != text
+    with pytest.raises(KBError, match=r"\[version\]: term 'undefined symbol' is listed twice"):
+        parse_fallback_text(doubled)

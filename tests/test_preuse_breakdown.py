@@ -79,3 +79,9 @@ def test_a_commit_whose_explain_fails_is_skipped_with_its_reason(tmp_path: Path,
     assert pb.score_at("HEAD", [{"id": "x"}], tmp_path) is None
     assert "did not run" in capsys.readouterr().err
     subprocess.run(["git", "-C", str(ROOT), "worktree", "prune"], capture_output=True)
+
+
+def test_rounds_past_the_last_one_say_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert pb.main(["--from", "100000"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("no dev rows to explain: no round from 100000 on")

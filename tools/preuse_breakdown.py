@@ -172,16 +172,21 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(got, indent=1, sort_keys=True))
         return 0
     e, n = got["errors"], got["rows"]
+    if not n:
+        print(f"no dev rows to explain: no round from {args.start} on has a first-score record "
+              "(fixtures/errors/scores/rNN-first-score.json with a kb_commit) and dev rows in the corpus"
+              + (f"; skipped rounds {got['commits_missing']}" if got["commits_missing"] else ""))
+        return 0
     print(f"dev rows of rounds {args.start}+, each scored by the commit its round was scored against: {n}")
     print(f"  right: {_share(e.get('right, signature', 0) + e.get('right, fallback', 0), n)}")
     print(f"  silent: {_share(e.get('silent', 0), n)}")
     for source in ("signature", "fallback"):
         right, wrong = e.get(f"right, {source}", 0), e.get(f"wrong, {source}", 0)
         print(f"  {source} answered {right + wrong}: right {_share(right, right + wrong)}, "
-              f"wrong {wrong} ({100 * wrong / n:.1f}% of all rows)" if n else "")
+              f"wrong {wrong} ({100 * wrong / n:.1f}% of all rows)")
     print(f"  dev benign rows: {got['benign']['rows']}, flagged then: {got['benign']['alarms']}")
     print("  commonest wrong answers (expected <- given): " +
-          ", ".join(f"{a} <- {b} {k}" for a, b, k in got["pairs"][:10]))
+          (", ".join(f"{a} <- {b} {k}" for a, b, k in got["pairs"][:10]) or "none"))
     if got["commits_missing"]:
         print(f"  skipped (kb_commit not in this clone, or its explain did not run): rounds {got['commits_missing']}")
     return 0

@@ -364,10 +364,15 @@ def parse_fallback_text(text: str, where: str = "kb/fallback.toml") -> FallbackM
         if name not in CATEGORIES or name == "benign":
             raise KBError(f"{where}: unknown or benign category {name!r}")
         terms = []
+        seen: set[str] = set()
         for item in raw.get("terms", []):
             if (not isinstance(item, list) or len(item) != 2 or not isinstance(item[0], str)
                     or not isinstance(item[1], (int, float))):
                 raise KBError(f"{where} [{name}]: a term is [\"literal\", weight], got {item!r}")
+            if item[0] in seen:  # (each occurrence would add its weight: one entry, its whole weight)
+                raise KBError(f"{where} [{name}]: term {item[0]!r} is listed twice; keep one entry with "
+                              "the summed weight")
+            seen.add(item[0])
             terms.append(Term.parse(item[0], item[1]))
         for key in ("next_step", "grep"):
             if not isinstance(raw.get(key), str) or not raw.get(key):
