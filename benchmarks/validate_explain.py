@@ -324,6 +324,38 @@ def term_support(model, rows: list[dict]) -> dict[tuple[str, str], set[str]]:
     return out
 
 
+def _fallback_cv_figure(model, errors: list[dict], support) -> tuple[int | None, int]:
+    """Right answers of the fallback alone when neither vote has seen the row: 5 folds by thread,
+    the learned model retrained without the fold (dev rows of the other folds + the sweeps), the
+    terms leave-thread-out as above. (None, 0) when no learned model is shipped."""
+    import dataclasses
+
+    if model.learned is None:
+        return None, 0
+    from k3doctor.explain.learned import parse_learned
+    from tools import fallback_model as fm
+
+    examples = fm.extract(errors, model)
+    sweeps = tuple(fm.sweep_examples(model))
+    cats = [c.name for c in model.categories]
+    right = silent = 0
+    for fold in range(fm.FOLDS):
+        train = [e for e in examples if fm.fold_of(e.thread) != fold]
+        learned = parse_learned(fm.model_json(train, sweeps, cats), "a fold's model")
+        base = dataclasses.replace(model, learned=learned)
+        for r in errors:
+            if fm.fold_of(r["thread"]) != fold:
+                continue
+            own = {k for k, v in support.items() if v == {r["thread"]}}
+            cats_ = tuple(dataclasses.replace(c, terms=tuple(t for t in c.terms if (c.name, t.text) not in own))
+                          for c in base.categories)
+            got = top1(Scanner(signatures=[], fallback=dataclasses.replace(base, categories=cats_)),
+                       r["excerpt"], False)[0]
+            right += got == r["expected_category"]
+            silent += got is None
+    return right, silent
+
+
 def score_fallback_only(show: bool = False, category: str | None = None) -> int:
     """The fallback alone (no signature, benign ones included) on the dev errors: what answers an
     error nobody wrote a signature for. Two figures: with the shipped terms, and leave-thread-out
@@ -359,8 +391,13 @@ def score_fallback_only(show: bool = False, category: str | None = None) -> int:
         loo_silent += lcat is None
     flagged = sum(bool(alarms(alone, r["excerpt"], False)) for r in benign)
     n = len(errors)
+    cv, cv_silent = _fallback_cv_figure(model, errors, support)
     print(f"fallback alone, dev errors (text mode): {pct(sum(hit.values()), n)}, silent {silent}")
-    print(f"  leave-thread-out terms:               {pct(sum(loo.values()), n)}, silent {loo_silent}")
+    print(f"  leave-thread-out terms:               {pct(sum(loo.values()), n)}, silent {loo_silent}"
+          + ("  (the learned model in-sample)" if model.learned is not None else ""))
+    if cv is not None:
+        print(f"  5-fold by thread, model retrained:    {pct(cv, n)}, silent {cv_silent}"
+              "  (terms leave-thread-out too)")
     print("  by category: " + ", ".join(f"{c} {hit[c]}/{k} (loo {loo[c]})" for c, k in sorted(per.items())))
     print(f"  dev benign lines flagged by the fallback alone (no benign signature): {flagged}/{len(benign)}")
     if show:

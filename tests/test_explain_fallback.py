@@ -215,16 +215,23 @@ def test_a_level_word_in_prose_does_not_make_an_error_a_notice():
     assert not SCANNER.fallback.is_error_line("2026-01-01 10:00:00 DEBUG frobnicate failed once")
 
 
-@pytest.mark.parametrize(("line", "category"), [
+def test_an_operand_path_votes():
     # the path is what the error is about: its words count
-    ("OSError: frobnication failed for '/home/u/.cache/frob/ninja-build/kernel.tmp'", "jit-cache"),
-    # the path only says where it was raised: its words do not
-    ("RuntimeError: frobnicate failed at /src/misc/socket.cc:518", "other"),
-    ("RuntimeError: frobnicate failed in /opt/nccl/transport/socket.cpp", "other"),
+    m = matches("OSError: frobnication failed for '/home/u/.cache/frob/ninja-build/kernel.tmp'")[0]
+    assert m.confidence == "low" and m.sig.category == "jit-cache", (m.sig.id, m.verdict)
+
+
+@pytest.mark.parametrize("line", [
+    "RuntimeError: frobnicate failed at /src/misc/socket.cc:518",
+    "RuntimeError: frobnicate failed in /opt/nccl/transport/socket.cpp",
 ])
-def test_source_paths_do_not_vote_but_operand_paths_do(line, category):
+def test_a_source_path_does_not_vote(line):
+    # the path only says where it was raised: neither the terms nor the learned model read it
     m = matches(line)[0]
-    assert m.confidence == "low" and m.sig.category == category, (m.sig.id, m.verdict)
+    bare = matches("RuntimeError: frobnicate failed")[0]
+    assert m.confidence == "low" and m.sig.category == bare.sig.category, (m.sig.id, m.verdict)
+    assert m.verdict is not None and not m.verdict.terms
+    assert not {"socket", "nccl", "transport", "misc", "src"} & set(m.verdict.learned_words)
 
 
 @pytest.mark.parametrize("line", [

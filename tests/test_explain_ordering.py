@@ -51,7 +51,8 @@ def test_a_killed_rank_is_a_consequence() -> None:
 def test_an_unexplained_explicit_error_outranks_a_peer_timeout() -> None:
     for text in (UNKNOWN + "\n" + WATCHDOG, WATCHDOG + "\n" + UNKNOWN):
         m = explain_text(text).matches
-        assert m[0].sig.id == "fallback-other" and m[1].sig.id == "nccl-watchdog-timeout", text
+        assert m[0].verdict is not None and m[0].verdict.line == UNKNOWN, text
+        assert m[1].sig.id == "nccl-watchdog-timeout", text
 
 
 def test_a_consequence_neither_gives_the_salient_line_nor_votes() -> None:

@@ -1,7 +1,8 @@
-"""tools/fallback_model.py: the corpus-learned fallback category model (measured, not shipped).
+"""tools/fallback_model.py: the corpus-learned fallback category models and their measurement.
 
-docs/validation.md, "Round 17", says why it is not used by ``explain``; these tests keep the
-measurement tool honest: dev rows only, deterministic output, no traceback on odd input."""
+docs/validation.md, "Round 17" and "Learned fallback", say which one ``explain`` ships and why
+(tests/test_explain_learned.py checks the shipped file); these tests keep the measurement tool
+honest: dev rows only, deterministic output, no traceback on odd input."""
 
 from __future__ import annotations
 

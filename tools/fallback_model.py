@@ -47,9 +47,20 @@ best; the model where its probability exceeds 0.8.
   corpus held at that commit (their ids read from ``git show <commit>^:.../errors.jsonl``, dev
   rows only). Neither saw the round.
 
+``--sweeps`` adds the source sweeps' messages (``fixtures/errors/sweeps/``, each labelled with the
+category of its cause; benign ones left out) to every model's training data, each message its own
+"thread". They are engine source text, not corpus rows, so neither validation's test rows are in
+them; the terms are scored as before. This asks whether 1,900 more labelled messages make the
+learned model beat the hand terms on rows it has not seen.
+
+``--write-model PATH`` writes the model ``explain`` ships (``k3doctor/explain/kb/fallback-model.json``):
+the logistic regression trained on every dev verdict and every sweep verdict. Adopted after the
+``--sweeps`` measurements (docs/validation.md, "Learned fallback"); ``tests/test_explain_learned.py``
+rebuilds it and compares.
+
 ``--write`` writes the naive Bayes model trained on every dev row as sorted, indented JSON (the
 same file for the same corpus and fallback markers; ``tests/test_fallback_model.py`` checks it
-is deterministic). It is not shipped: see docs/validation.md, "Round 17", for why.
+is deterministic). It is not shipped (the logistic regression of ``--write-model`` is).
 
 ``--final-heldout`` prints held-out AGGREGATES (counts only) of the fallback alone with the terms
 and with the learned candidates: for the write-up, once, after the design is frozen; never to
@@ -68,14 +79,14 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from k3doctor.explain import learned as _learned  # noqa: E402
 from k3doctor.explain.fallback import (  # noqa: E402
-    _EXPLICIT, LINE_CHARS, MAX_CLASSIFIED, FallbackModel, _drop_source_paths, load_fallback,
-    parse_fallback_text, strip_log_prefix)
+    _EXPLICIT, LINE_CHARS, FallbackModel, load_fallback, parse_fallback_text)
 
 ERRORS = ROOT / "fixtures" / "errors" / "errors.jsonl"
 FOLDS = 5
@@ -84,72 +95,20 @@ ALPHA = 1.0              # Laplace smoothing of the naive Bayes counts
 SALIENT_WEIGHT = 2
 CAP = 3
 
-_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9_]{0,200}")
-_PART = re.compile(r"[A-Z]+(?![a-z])[0-9]*|[A-Z]?[a-z]+[0-9]*")
-_HEX = re.compile(r"[0-9a-f]{6,}")
-_STOP = frozenset("the an of to in on for is are was be by at as it this that with from or and not no".split())
+# the features are the shipped model's own (k3doctor/explain/learned.py): one implementation
+tokens, pairs, features, CAP, SALIENT_WEIGHT = (_learned.tokens, _learned.pairs, _learned.features,
+                                              _learned.CAP, _learned.SALIENT_WEIGHT)
 
 
 @dataclasses.dataclass(frozen=True)
 class Example:
-    """One dev error row with a fallback verdict: what the fallback classifies."""
+    """One dev error row (or sweep message) with a fallback verdict: what the fallback classifies."""
 
     row_id: str
     thread: str
     want: str
     salient: str
     others: tuple[str, ...]
-
-
-# -- features ------------------------------------------------------------------------------------
-def _keep(tok: str) -> bool:
-    if not 2 <= len(tok) <= 40 or tok in _STOP:
-        return False
-    if sum(ch.isdigit() for ch in tok) > 4:
-        return False
-    return not (_HEX.fullmatch(tok) and any(ch.isdigit() for ch in tok))
-
-
-def _normalised(line: str) -> str:
-    return _drop_source_paths(strip_log_prefix(line[:LINE_CHARS]))
-
-
-def tokens(line: str) -> list[str]:
-    """The tokens of one error line (sorted, unique): see the module docstring."""
-    out: set[str] = set()
-    for m in _WORD.finditer(_normalised(line)):
-        word = m.group()
-        low = word.lower()
-        if not _keep(low):
-            continue  # a hex id or a number-like word: its parts are no evidence either
-        out.add(low)
-        for piece in word.split("_"):
-            for part in _PART.findall(piece):
-                part = part.lower()
-                if part != low and _keep(part):
-                    out.add(part)
-    return sorted(out)
-
-
-def pairs(line: str) -> list[str]:
-    """Adjacent-word pairs of a line (lower-cased whole words that pass the token filter)."""
-    words = [w for w in (m.group().lower() for m in _WORD.finditer(_normalised(line))) if _keep(w)]
-    return sorted({f"{a} {b}" for a, b in zip(words, words[1:])})
-
-
-def features(salient: str, others: Iterable[str]) -> dict[str, int]:
-    """Token -> weight for one verdict: the salient line's tokens and pairs weigh
-    ``SALIENT_WEIGHT``, each other error line adds 1, capped at ``CAP``."""
-    f: collections.Counter[str] = collections.Counter()
-    for t in tokens(salient) + pairs(salient):
-        f[t] += SALIENT_WEIGHT
-    for n, line in enumerate(others):
-        if n >= MAX_CLASSIFIED:
-            break
-        if line != salient:
-            for t in tokens(line):
-                f[t] += 1
-    return {k: min(v, CAP) for k, v in sorted(f.items())}
 
 
 # -- the dev rows --------------------------------------------------------------------------------
@@ -171,7 +130,7 @@ def extract(rows: list[dict[str, Any]], model: FallbackModel | None = None,
     from k3doctor.explain.scan import Scanner
 
     base = model or load_fallback()
-    rec = dataclasses.replace(base)
+    rec = dataclasses.replace(base, learned=None)  # (which lines give a verdict: the model has no say)
     seen: list[tuple[tuple[str, int, str], list[str]]] = []
     plain = rec.classify
 
@@ -195,6 +154,20 @@ def extract(rows: list[dict[str, Any]], model: FallbackModel | None = None,
             (_, _, sal), texts = seen[-1]
             out.append(Example(r["id"], r["thread"], r["expected_category"], sal, tuple(texts)))
     return out
+
+
+def sweep_examples(model: FallbackModel | None = None) -> list[Example]:
+    """The source sweeps' error messages the fallback alone gives a verdict on, each its own thread."""
+    from fixtures.errors.sweep_files import load_sweep, sweep_files
+
+    rows = []
+    for path in sweep_files():
+        for n, r in enumerate(load_sweep(path)[1], 1):
+            if r.get("category") and r["category"] != "benign" and r.get("message"):
+                rows.append({"id": f"{path.stem}:{n}", "thread": f"sweep:{path.stem}:{n}",
+                             "expected_category": r["category"], "excerpt": r["message"],
+                             "split": "sweep"})
+    return extract(rows, model, split="sweep")
 
 
 def categories(model: FallbackModel | None = None) -> list[str]:
@@ -368,7 +341,7 @@ def loo_models(base: FallbackModel, rows: list[dict[str, Any]]) -> dict[str, Fal
 
 
 def cross_validate(examples: list[Example], base: FallbackModel, rows: list[dict[str, Any]],
-                   learner: str, k: int = FOLDS) -> collections.Counter[str]:
+                   learner: str, k: int = FOLDS, extra: tuple[Example, ...] = ()) -> collections.Counter[str]:
     """Hits per combination, k folds by thread, terms leave-thread-out."""
     train, posterior = LEARNERS[learner]
     cats = categories(base)
@@ -377,7 +350,7 @@ def cross_validate(examples: list[Example], base: FallbackModel, rows: list[dict
     hits: collections.Counter[str] = collections.Counter()
     for fold in range(k):
         model = train([(e.thread, e.want, f) for e, f in zip(examples, feats)
-                       if fold_of(e.thread, k) != fold], cats)
+                       if fold_of(e.thread, k) != fold] + _data(extra), cats)
         for e, f in zip(examples, feats):
             if fold_of(e.thread, k) != fold:
                 continue
@@ -443,8 +416,13 @@ def rounds(rows: list[dict[str, Any]]) -> list[tuple[str, list[str], set[str], s
     return out
 
 
+def _data(extra: tuple[Example, ...]) -> list[tuple[str, str, dict[str, int]]]:
+    return [(e.thread, e.want, features(e.salient, e.others)) for e in extra]
+
+
 def by_round(examples: list[Example], base: FallbackModel, rows: list[dict[str, Any]],
-             learner: str) -> tuple[int, collections.Counter[str], list[str]]:
+             learner: str, extra: tuple[Example, ...] = (),
+             first: int = 0) -> tuple[int, collections.Counter[str], list[str]]:
     """Hits per combination over the dev rows of each round, terms and model as of before it."""
     train, posterior = LEARNERS[learner]
     cats = categories(base)
@@ -452,10 +430,15 @@ def by_round(examples: list[Example], base: FallbackModel, rows: list[dict[str, 
     hits: collections.Counter[str] = collections.Counter()
     n = 0
     lines = []
+    extra_data = _data(extra)
     for commit, files, before, new in rounds(rows):
-        old = parse_fallback_text(_git("show", f"{commit}^:k3doctor/explain/kb/fallback.toml"))
+        if first and not any(_round_number(f) >= first for f in files):
+            continue
+        old = parse_fallback_text(_git("show", f"{commit}^:k3doctor/explain/kb/fallback.toml"),
+                                  sum_duplicates=True)
         terms = dataclasses.replace(base, categories=old.categories)
-        model = train([(e.thread, e.want, feats[e.row_id]) for e in examples if e.row_id in before], cats)
+        model = train([(e.thread, e.want, feats[e.row_id]) for e in examples if e.row_id in before]
+                      + extra_data, cats)
         test = [e for e in examples if e.row_id in new]
         got: collections.Counter[str] = collections.Counter()
         for e in test:
@@ -469,6 +452,11 @@ def by_round(examples: list[Example], base: FallbackModel, rows: list[dict[str, 
                      f"{sum(e.row_id in before for e in examples)}, test {len(test)}, terms "
                      f"{got['terms alone']}, model alone {got['model alone']}")
     return n, hits, lines
+
+
+def _round_number(name: str) -> int:
+    m = re.match(r"r(\d+)", name)
+    return int(m.group(1)) if m else 0
 
 
 def _table(title: str, n: int, results: dict[str, collections.Counter[str]]) -> None:
@@ -516,6 +504,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cv", action="store_true", help="5-fold cross-validation by thread only")
     ap.add_argument("--rounds", action="store_true", help="the by-round validation only (git)")
+    ap.add_argument("--sweeps", action="store_true",
+                    help="also train on the source sweeps' messages (fixtures/errors/sweeps/)")
+    ap.add_argument("--from-round", type=int, default=0, metavar="N",
+                    help="--rounds: only the rounds numbered N or later")
+    ap.add_argument("--write-model", metavar="PATH",
+                    help="write the shipped logistic-regression model (dev rows + sweeps), JSON")
     ap.add_argument("--write", metavar="PATH", help="write the naive Bayes model of all dev rows (JSON)")
     ap.add_argument("--final-heldout", action="store_true",
                     help="held-out aggregates, once, after the design is frozen (counts only)")
@@ -525,6 +519,11 @@ def main(argv: list[str] | None = None) -> int:
     base = load_fallback()
     rows = dev_rows()
     examples = extract(rows)
+    if args.write_model:
+        text = model_json(examples, tuple(sweep_examples(base)), categories(base))
+        Path(args.write_model).write_text(text, encoding="utf-8")
+        print(f"wrote {args.write_model}: {text.count(chr(10)) - 2} tokens")
+        return 0
     if args.write:
         model = train_nb([(e.thread, e.want, features(e.salient, e.others)) for e in examples],
                          categories(base))
@@ -532,9 +531,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.write}: {len(model['tokens'])} tokens from {len(examples)} dev verdicts")
         return 0
     both = not (args.cv or args.rounds)
-    print(f"dev errors: {len(rows)} rows; the fallback alone gives a verdict on {len(examples)}")
+    extra = tuple(sweep_examples(base)) if args.sweeps else ()
+    print(f"dev errors: {len(rows)} rows; the fallback alone gives a verdict on {len(examples)}"
+          + (f"; training adds {len(extra)} sweep verdicts" if args.sweeps else ""))
     if args.cv or both:
-        res = {lr: cross_validate(examples, base, rows, lr) for lr in LEARNERS}
+        res = {lr: cross_validate(examples, base, rows, lr, extra=extra) for lr in LEARNERS}
         _table(f"\n{FOLDS}-fold cross-validation by thread (model retrained per fold; terms "
                "leave-thread-out), right category of the verdicts:", len(examples), res)
     if args.rounds or both:
@@ -542,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
         n = 0
         detail: list[str] = []
         for lr in LEARNERS:
-            n, res[lr], lines = by_round(examples, base, rows, lr)
+            n, res[lr], lines = by_round(examples, base, rows, lr, extra, args.from_round)
             if not detail:
                 detail = lines
         _table("\nby round (terms as committed before the round, model trained on the dev rows "
@@ -550,6 +551,26 @@ def main(argv: list[str] | None = None) -> int:
         print("  per round (naive Bayes):")
         print("\n".join(detail))
     return 0
+
+
+def _num(w: float) -> float | int:
+    """A weight rounded to 3 decimals, written short (``0`` rather than ``-0.0``)."""
+    r = round(w, 3) + 0.0
+    return int(r) if r == int(r) else r
+
+
+def model_json(examples: list[Example], extra: tuple[Example, ...], cats: list[str]) -> str:
+    """The shipped model (``k3doctor/explain/kb/fallback-model.json``): the logistic regression
+    trained on ``examples`` (dev rows) and ``extra`` (sweep messages), weights rounded to 3
+    decimals, one token a line, sorted (the same text for the same corpus)."""
+    data = [(e.thread, e.want, features(e.salient, e.others)) for e in examples] + _data(extra)
+    model = train_lr(data, cats)
+    head = {"format": _learned.FORMAT, "categories": cats,
+            "bias": [_num(model["b"][c]) for c in cats], "examples": len(_per_thread(data)),
+            "built_by": "python tools/fallback_model.py --write-model k3doctor/explain/kb/fallback-model.json"}
+    body = ",\n".join(f"{json.dumps(k)}:{json.dumps([_num(model['w'][c].get(k, 0.0)) for c in cats], separators=(',', ':'))}"
+                      for k in sorted(model["vocab"]))
+    return json.dumps(head, sort_keys=True)[:-1] + ', "weights": {\n' + body + "\n}}\n"
 
 
 def dump(model: dict[str, Any]) -> str:

@@ -82,7 +82,12 @@ class Match:
     def cause(self) -> str:
         if self.verdict is not None:
             v = self.verdict
-            why = f" Decided by: {', '.join(v.terms)}." if v.terms else " No category term occurred."
+            why = f" Decided by: {', '.join(v.terms)}" if v.terms else " No category term occurred"
+            if v.probability is not None:
+                words = f", from: {', '.join(v.learned_words)}" if v.learned_words else ""
+                why += (f"{'; and' if v.terms else '; decided by'} the learned model "
+                        f"(P = {v.probability:.2f}{words})")
+            why += "."
             return f"{self.sig.cause} Salient line: {v.line!r}.{why}"
         return self.sig.render_cause(self.values)
 

@@ -1,0 +1,181 @@
+"""The fallback's learned category model: a logistic regression over the words of error lines.
+
+When no signature explains an error, the fallback (:mod:`.fallback`) picks the most salient error
+line and names a category. The hand-weighted terms of ``kb/fallback.toml`` give each category a
+score; this model gives each category a log-probability learned from labelled error messages, and
+the fallback picks the category with the highest ``TERM_WEIGHT x term score + log P``.
+
+**Data.** ``kb/fallback-model.json`` is data, rebuilt by ``python tools/fallback_model.py
+--write-model k3doctor/explain/kb/fallback-model.json`` from
+
+* the development rows of the corpus (``fixtures/errors/errors.jsonl``, ``split == "dev"``;
+  held-out rows are never read), each thread one example, and
+* the source sweeps (``fixtures/errors/sweeps/``): messages the engines and libraries print,
+  read from their source and labelled with the category of their cause, each its own example.
+
+Each example is what the fallback itself classifies: the salient line and the other error lines
+of the text, as :meth:`FallbackModel.salient <k3doctor.explain.fallback.FallbackModel.salient>`
+picks them. ``tests/test_explain_learned.py`` rebuilds the model and compares it with the file.
+
+**Features** (:func:`features`): the words of those lines after the fallback's own normalisation
+(log prefixes stripped, source paths dropped), lower-cased, with the parts of identifiers
+(``ncclSystemError`` gives nccl, system, error) and the salient line's adjacent-word pairs;
+numbers, hex ids and one-letter tokens dropped. A token must occur in at least two examples to
+be kept. **Model**: multinomial logistic regression on binary, L2-normalised features, trained by
+plain SGD in a fixed order (deterministic, no dependency).
+
+Why it is there, measured on rows neither had seen (docs/validation.md, "Learned fallback"): on
+the development rows of collection rounds 14-64, each classified by the terms as committed before
+the round and by a model trained only on what the corpus held before it (plus the sweeps), the
+terms alone chose the right category for 321 of 481 fallback verdicts, this combination for 363.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from .kb import KBError
+
+__all__ = ["LearnedModel", "features", "tokens", "pairs", "load_learned", "parse_learned",
+           "TERM_WEIGHT", "MODEL_FILE"]
+
+MODEL_FILE = "fallback-model.json"
+FORMAT = 1
+#: how much one unit of hand-term score counts against one nat of the model's log-probability
+TERM_WEIGHT = 0.3
+LINE_CHARS = 2048
+MAX_OTHERS = 64
+SALIENT_WEIGHT = 2
+CAP = 3
+
+_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z][A-Za-z0-9_]{0,200}")
+_PART = re.compile(r"[A-Z]+(?![a-z])[0-9]*|[A-Z]?[a-z]+[0-9]*")
+_HEX = re.compile(r"[0-9a-f]{6,}")
+_STOP = frozenset("the an of to in on for is are was be by at as it this that with from or and not no".split())
+
+
+def _keep(tok: str) -> bool:
+    if not 2 <= len(tok) <= 40 or tok in _STOP:
+        return False
+    if sum(ch.isdigit() for ch in tok) > 4:
+        return False
+    return not (_HEX.fullmatch(tok) and any(ch.isdigit() for ch in tok))
+
+
+def _normalised(line: str) -> str:
+    from .fallback import _drop_source_paths, strip_log_prefix
+
+    return _drop_source_paths(strip_log_prefix(line[:LINE_CHARS]))
+
+
+def tokens(line: str) -> list[str]:
+    """The tokens of one error line (sorted, unique): lower-cased words and identifier parts."""
+    out: set[str] = set()
+    for m in _WORD.finditer(_normalised(line)):
+        word = m.group()
+        low = word.lower()
+        if not _keep(low):
+            continue  # a hex id or a number-like word: its parts are no evidence either
+        out.add(low)
+        for piece in word.split("_"):
+            for part in _PART.findall(piece):
+                part = part.lower()
+                if part != low and _keep(part):
+                    out.add(part)
+    return sorted(out)
+
+
+def pairs(line: str) -> list[str]:
+    """Adjacent-word pairs of a line (lower-cased whole words that pass the token filter)."""
+    words = [w for w in (m.group().lower() for m in _WORD.finditer(_normalised(line))) if _keep(w)]
+    return sorted({f"{a} {b}" for a, b in zip(words, words[1:])})
+
+
+def features(salient: str, others: Iterable[str]) -> dict[str, int]:
+    """Token -> weight for one verdict: the salient line's tokens and pairs weigh
+    ``SALIENT_WEIGHT``, each other error line adds 1, capped at ``CAP`` (the logistic regression
+    reads only which tokens occur)."""
+    f: Counter[str] = Counter()
+    for t in tokens(salient) + pairs(salient):
+        f[t] += SALIENT_WEIGHT
+    for n, line in enumerate(others):
+        if n >= MAX_OTHERS:
+            break
+        if line != salient:
+            for t in tokens(line):
+                f[t] += 1
+    return {k: min(v, CAP) for k, v in sorted(f.items())}
+
+
+@dataclass(frozen=True)
+class LearnedModel:
+    """A trained logistic regression: per category a bias, per token one weight per category."""
+
+    categories: tuple[str, ...]
+    bias: tuple[float, ...]
+    weights: Mapping[str, tuple[float, ...]]
+    examples: int = 0
+
+    def log_posterior(self, feats: Mapping[str, int]) -> dict[str, float]:
+        """log P(category | features) for every category."""
+        keys = [k for k in feats if k in self.weights]
+        x = 1 / math.sqrt(len(keys)) if keys else 0.0
+        scores = list(self.bias)
+        for k in keys:
+            for i, w in enumerate(self.weights[k]):
+                scores[i] += w * x
+        top = max(scores)
+        z = top + math.log(sum(math.exp(s - top) for s in scores))
+        return {c: s - z for c, s in zip(self.categories, scores)}
+
+    def top_tokens(self, feats: Mapping[str, int], category: str, n: int = 4) -> list[str]:
+        """The tokens that pushed hardest towards ``category`` (for the verdict's explanation)."""
+        i = self.categories.index(category)
+        scored = sorted(((self.weights[k][i], k) for k in feats if k in self.weights), reverse=True)
+        return [k for w, k in scored[:n] if w > 0]
+
+
+def parse_learned(text: str, where: str = f"kb/{MODEL_FILE}",
+                  categories: Iterable[str] | None = None) -> LearnedModel:
+    """Parse the model's JSON; anything malformed raises KBError naming the file."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise KBError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise KBError(f"{where}: not a format-{FORMAT} fallback model; rebuild it with "
+                      "tools/fallback_model.py --write-model")
+    cats = data.get("categories")
+    bias = data.get("bias")
+    weights = data.get("weights")
+    if (not isinstance(cats, list) or not cats or not all(isinstance(c, str) for c in cats)
+            or not isinstance(bias, list) or len(bias) != len(cats)
+            or not all(isinstance(b, (int, float)) for b in bias) or not isinstance(weights, dict)):
+        raise KBError(f"{where}: needs 'categories', 'bias' (one per category) and 'weights'")
+    if categories is not None and set(cats) != set(categories):
+        raise KBError(f"{where}: its categories {sorted(cats)} are not the fallback's "
+                      f"{sorted(categories)}; rebuild it")
+    out: dict[str, tuple[float, ...]] = {}
+    for tok, ws in weights.items():
+        if (not isinstance(ws, list) or len(ws) != len(cats)
+                or not all(isinstance(w, (int, float)) for w in ws)):
+            raise KBError(f"{where}: token {tok!r} needs one weight per category")
+        out[tok] = tuple(float(w) for w in ws)
+    return LearnedModel(tuple(cats), tuple(float(b) for b in bias), out,
+                        int(data.get("examples", 0)))
+
+
+@lru_cache(maxsize=1)
+def load_learned() -> LearnedModel | None:
+    """The packaged model (cached per process); None when the package ships none."""
+    path = resources.files("k3doctor.explain") / "kb" / MODEL_FILE
+    if not path.is_file():
+        return None
+    return parse_learned(path.read_text(encoding="utf-8"))

@@ -1,0 +1,127 @@
+"""The fallback's learned category model (k3doctor/explain/learned.py, kb/fallback-model.json).
+
+The shipped file must be what ``tools/fallback_model.py --write-model`` builds from the corpus's
+dev rows and the sweeps (data, not hand-edited numbers); a broken file names itself; the fallback
+combines the model's vote with the terms' as documented."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from importlib import resources
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from k3doctor.explain.fallback import load_fallback
+from k3doctor.explain.kb import KBError
+from k3doctor.explain.learned import (TERM_WEIGHT, LearnedModel, features, load_learned,
+                                      parse_learned)
+from k3doctor.explain.scan import Scanner
+
+SHIPPED = resources.files("k3doctor.explain") / "kb" / "fallback-model.json"
+
+
+def test_the_shipped_model_is_rebuilt_from_the_dev_rows_and_the_sweeps():
+    """Rebuild it and compare: same tokens, weights within rounding. A collection round that adds
+    dev rows (or a sweep) must rebuild it: ``python tools/fallback_model.py --write-model
+    k3doctor/explain/kb/fallback-model.json``."""
+    from tools import fallback_model as fm
+
+    base = dataclasses.replace(load_fallback(), learned=None)
+    examples = fm.extract(fm.dev_rows(), base)
+    rebuilt = json.loads(fm.model_json(examples, tuple(fm.sweep_examples(base)), fm.categories(base)))
+    shipped = json.loads(SHIPPED.read_text(encoding="utf-8"))
+    hint = "stale: rebuild with python tools/fallback_model.py --write-model k3doctor/explain/kb/fallback-model.json"
+    assert shipped["categories"] == rebuilt["categories"], hint
+    assert shipped["examples"] == rebuilt["examples"], hint
+    assert set(shipped["weights"]) == set(rebuilt["weights"]), hint
+    for tok, ws in rebuilt["weights"].items():
+        assert all(abs(a - b) <= 0.002 for a, b in zip(ws, shipped["weights"][tok])), (tok, hint)
+    assert all(abs(a - b) <= 0.002 for a, b in zip(rebuilt["bias"], shipped["bias"])), hint
+
+
+def test_the_model_never_reads_a_heldout_row():
+    from tools import fallback_model as fm
+
+    assert all(r["split"] == "dev" for r in fm.dev_rows())
+    rows = [{"id": "h", "split": "heldout", "thread": "o/r#1", "expected_category": "memory",
+             "excerpt": "torch.OutOfMemoryError: CUDA out of memory"}]
+    assert fm.extract(rows) == []
+
+
+def test_the_packaged_fallback_carries_the_model():
+    model = load_fallback()
+    assert model.learned is not None and model.learned is load_learned()
+    assert set(model.learned.categories) == {c.name for c in model.categories}
+    assert len(model.learned.weights) > 1000
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "not JSON"),
+    ("[]", "format-1"),
+    ('{"format": 2}', "format-1"),
+    ('{"format": 1, "categories": ["a", "b"], "bias": [0], "weights": {}}', "one per category"),
+    ('{"format": 1, "categories": ["a"], "bias": [0], "weights": {"x": [1, 2]}}', "'x'"),
+    ('{"format": 1, "categories": ["a"], "bias": ["z"], "weights": {}}', "one per category"),
+])
+def test_a_broken_model_file_names_itself(text, message):
+    with pytest.raises(KBError, match="fallback-model.json") as err:
+        parse_learned(text)
+    assert message in str(err.value)
+
+
+def test_a_model_for_other_categories_is_refused():
+    text = '{"format": 1, "categories": ["network", "memory"], "bias": [0, 0], "weights": {}}'
+    with pytest.raises(KBError, match="rebuild"):
+        parse_learned(text, categories=["network", "memory", "arch"])
+
+
+def _toy(category: str, token: str) -> LearnedModel:
+    cats = tuple(c.name for c in load_fallback().categories)
+    ws = tuple(4.0 if c == category else 0.0 for c in cats)
+    return LearnedModel(cats, tuple(0.0 for _ in cats), {token: ws})
+
+
+def test_the_two_votes_combine_as_documented():
+    """0.3 x term score + log P: a confident model outvotes one weak term; strong terms outvote
+    a model that barely leans."""
+    base = load_fallback()
+    line = "RuntimeError: frobnicate failed while the qqzz socket was busy"
+    lines = [("<text>", 1, line)]
+    terms = {c: s for s, c, _ in base.score(line, [line])}
+    assert max(terms, key=lambda c: terms[c]) == "network"  # "socket" is a network term
+    strong = dataclasses.replace(base, learned=_toy("memory", "frobnicate"))
+    v = strong.classify(lines, None)
+    logp = strong.learned.log_posterior(features(line, [line]))
+    want = max(sorted(logp), key=lambda c: TERM_WEIGHT * terms.get(c, 0.0) + logp[c])
+    assert v is not None and v.category == want == "memory"
+    assert v.probability == pytest.approx(math.exp(logp["memory"]))
+    assert v.learned_words == ("frobnicate",) and v.terms == ()
+    # the model leaning nowhere: the terms decide, and they are quoted
+    flat = dataclasses.replace(base, learned=_toy("memory", "zzzunseen"))
+    v = flat.classify(lines, None)
+    assert v is not None and v.category == "network" and "socket" in v.terms
+
+
+def test_no_term_and_no_explicit_error_stays_unclassified():
+    base = load_fallback()
+    assert base.learned is not None
+    assert base.classify([("<text>", 1, "Failed to open libqqzz.so")], None) is None
+
+
+def test_the_cause_names_the_learned_model():
+    rep = Scanner(signatures=[], fallback=load_fallback()).explain_bytes(
+        b"RuntimeError: something odd happened in ibv_create_qp on mlx5_0")
+    m = rep.matches[0]
+    assert m.verdict is not None and m.verdict.probability is not None
+    assert "the learned model (P = " in m.cause and m.confidence == "low"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=300))
+def test_any_text_gets_a_distribution(text):
+    post = load_learned().log_posterior(features(text, [text]))
+    assert math.isclose(sum(math.exp(v) for v in post.values()), 1.0, rel_tol=1e-9)
