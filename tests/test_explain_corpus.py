@@ -168,6 +168,9 @@ def test_top1_on_the_development_split(prefilter):
     1374/1472 (93.34%). With round 63 merged: 1377/1474 (93.42%): 0.931 holds. Round 58 (SGLang
     issues/PRs 1000-6000; branched from 2594082): its 9 dev rows (5/9 before use) took it to
     1368/1468 (93.19%); its signature changes brought it to 1371/1468 (93.39%): 0.931 holds.
+    Round 72 (Hugging Face / vLLM checkpoint-loading threads; branched from e0da820, 1453/1556
+    there): its 19 dev rows (17/19 before use) took it to 1470/1575 (93.33%); its Hub 429 wording
+    brought it to 1471/1575 (93.40%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -313,13 +316,17 @@ def test_fallback_alone_on_the_development_split():
     for the fallback alone) took it to 1135/1467 (77.37%): re-measured and rounded down, 0.773
     (lowered: the new dev rows measure below the old gate). With rounds 57-64 merged as well (main
     after round 61): 1188/1556 (76.35%), rounded down: 0.763 (lowered: the rounds' new dev rows
-    count together here; no round changed a fallback term to fit them). MERGED-FIGURE"""
+    count together here; no round changed a fallback term to fit them). Round 72 (Hugging Face /
+    vLLM checkpoint-loading threads; branched from e0da820, 1188/1556 there; no fallback term
+    changed): its 19 dev rows (11/19 for the fallback alone) took it to 1199/1575 (76.13%):
+    re-measured and rounded down, 0.761 (lowered: the new dev rows measure below the old gate).
+    MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.763, hits
+    assert hits / len(DEV) >= 0.761, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
@@ -416,7 +423,9 @@ def test_top1_on_the_heldout_split(prefilter):
     rules, measured once at the end: 0.736 holds. Round 62 (branched from 2594082) added 3 held-out
     rows (0/3 before use): 672/895 (75.08%) after its rule, measured once at the end (before round
     63 was merged in): 0.736 holds. Round 58 (branched from 2594082) added 4 held-out rows (2/4
-    before use): 673/896 (75.11%) after its rules, measured once at the end: 0.736 holds.
+    before use): 673/896 (75.11%) after its rules, measured once at the end: 0.736 holds. Round
+    72 (branched from e0da820) added 13 held-out rows (8/13 before use, 8/13 after): 714/950
+    (75.16%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
@@ -481,9 +490,13 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     before use (r57-first-score.json) and still flagged after its rules (measured once at the end):
     8 of 443. Not read, not tuned on: re-measured, the gate is 8. With rounds 49-64 merged: 9 of
     460, the flagged held-out lines of rounds 57 and 64 (one each, flagged before use) added to the
-    7 before them. Not read, not tuned on: the gate is 9."""
+    7 before them. Not read, not tuned on: the gate is 9. Round 72 (loading notices pasted in
+    Hugging Face / vLLM threads) brought 6 held-out benign lines, 2 of them flagged when scored
+    before use (r72-first-score.json) and still flagged after its rules (a Hub 429 wording for
+    error lines and a vLLM retry notice in the benign vllm-advisory-notice), measured once at the
+    end: 11 of 466. Not read, not tuned on: re-measured, the gate is 11."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 9, f"{n} held-out benign lines flagged"
+    assert n <= 11, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
