@@ -170,7 +170,9 @@ def test_top1_on_the_development_split(prefilter):
     1368/1468 (93.19%); its signature changes brought it to 1371/1468 (93.39%): 0.931 holds.
     Round 67 (SGLang threads; branched from e0da820): its 18 dev rows (14/18 before use) took it to
     1467/1574 (93.20%); its three signatures turn four fallback answers into signature answers and
-    leave it at 1467/1574: 0.931 holds.
+    leave it at 1467/1574: 0.931 holds. Round 72 (Hugging Face / vLLM checkpoint-loading threads;
+    branched from e0da820, 1453/1556 there): its 19 dev rows (17/19 before use) took it to 1470/1575
+    (93.33%); its Hub 429 wording brought it to 1471/1575 (93.40%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -325,6 +327,10 @@ def test_fallback_alone_on_the_development_split():
     (kernel-library and TensorRT-LLM threads; branched from e0da820, 1188/1556 there; no fallback
     term changed): its 16 dev rows (11/16 for the fallback alone) took it to 1199/1572 (76.27%):
     re-measured and rounded down, 0.762 (lowered: the new dev rows measure below the old gate).
+    Round 72 (Hugging Face / vLLM checkpoint-loading threads; branched from e0da820, 1188/1556
+    there; no fallback term changed): its 19 dev rows (11/19 for the fallback alone) took it to
+    1199/1575 (76.13%): re-measured and rounded down, 0.761 (lowered: the new dev rows measure below
+    the old gate).
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -428,9 +434,11 @@ def test_top1_on_the_heldout_split(prefilter):
     rules, measured once at the end: 0.736 holds. Round 62 (branched from 2594082) added 3 held-out
     rows (0/3 before use): 672/895 (75.08%) after its rule, measured once at the end (before round
     63 was merged in): 0.736 holds. Round 58 (branched from 2594082) added 4 held-out rows (2/4
-    before use): 673/896 (75.11%) after its rules, measured once at the end: 0.736 holds.
-    Round 67 (branched from e0da820) added 6 held-out rows (3/6 before use): 708/942 (75.16%) after
-    its rules, measured once at the end: 0.736 holds.
+    before use): 673/896 (75.11%) after its rules, measured once at the end: 0.736 holds. Round 67
+    (branched from e0da820) added 6 held-out rows (3/6 before use): 708/942 (75.16%) after its
+    rules, measured once at the end: 0.736 holds. Round 72 (branched from e0da820) added 13 held-out
+    rows (8/13 before use, 8/13 after): 714/950 (75.16%) after its rules, measured once at the end:
+    0.736 holds.
     MERGED-FIGURE"""
 
 
@@ -495,9 +503,13 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     before use (r57-first-score.json) and still flagged after its rules (measured once at the end):
     8 of 443. Not read, not tuned on: re-measured, the gate is 8. With rounds 49-64 merged: 9 of
     460, the flagged held-out lines of rounds 57 and 64 (one each, flagged before use) added to the
-    7 before them. Not read, not tuned on: the gate is 9."""
+    7 before them. Not read, not tuned on: the gate is 9. Round 72 (loading notices pasted in
+    Hugging Face / vLLM threads) brought 6 held-out benign lines, 2 of them flagged when scored
+    before use (r72-first-score.json) and still flagged after its rules (a Hub 429 wording for
+    error lines and a vLLM retry notice in the benign vllm-advisory-notice), measured once at the
+    end: 11 of 466. Not read, not tuned on: re-measured, the gate is 11."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 9, f"{n} held-out benign lines flagged"
+    assert n <= 11, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
