@@ -481,9 +481,13 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     before use (r57-first-score.json) and still flagged after its rules (measured once at the end):
     8 of 443. Not read, not tuned on: re-measured, the gate is 8. With rounds 49-64 merged: 9 of
     460, the flagged held-out lines of rounds 57 and 64 (one each, flagged before use) added to the
-    7 before them. Not read, not tuned on: the gate is 9."""
+    7 before them. Not read, not tuned on: the gate is 9. Round 65 (vLLM start-up/config/runtime
+    threads; branched from e0da820) brought 6 held-out benign lines, 1 of them flagged when scored
+    before use (r65-first-score.json) and still flagged after its rules (error-side signatures and
+    one widened version pattern), measured once at the end: 10 of 466. Not read, not tuned on:
+    re-measured, the gate is 10."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 9, f"{n} held-out benign lines flagged"
+    assert n <= 10, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
