@@ -168,6 +168,10 @@ def test_top1_on_the_development_split(prefilter):
     1374/1472 (93.34%). With round 63 merged: 1377/1474 (93.42%): 0.931 holds. Round 58 (SGLang
     issues/PRs 1000-6000; branched from 2594082): its 9 dev rows (5/9 before use) took it to
     1368/1468 (93.19%); its signature changes brought it to 1371/1468 (93.39%): 0.931 holds.
+    Round 70 (Ray / KubeRay and Ray-executor / KV-transfer threads; branched from e0da820): its 15
+    dev rows (9/15 before use) took it to 1462/1571 (93.06%, under the gate before its rules); its
+    signatures (placement-group bundle fit, KV-connector engine generation, Mooncake RDMA device and
+    Store master RPC, Ray node start-up) brought it to 1467/1571 (93.38%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -313,13 +317,17 @@ def test_fallback_alone_on_the_development_split():
     for the fallback alone) took it to 1135/1467 (77.37%): re-measured and rounded down, 0.773
     (lowered: the new dev rows measure below the old gate). With rounds 57-64 merged as well (main
     after round 61): 1188/1556 (76.35%), rounded down: 0.763 (lowered: the rounds' new dev rows
-    count together here; no round changed a fallback term to fit them). MERGED-FIGURE"""
+    count together here; no round changed a fallback term to fit them). Round 70 (Ray / KubeRay and
+    Ray-executor / KV-transfer threads; branched from e0da820, 1188/1556 there; no fallback term
+    changed): its 15 dev rows (9/15 for the fallback alone) took it to 1197/1571 (76.19%):
+    re-measured and rounded down, 0.761 (lowered: the new dev rows measure below the old gate).
+    MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
     for r in DEV:
         rep = alone.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
         hits += bool(rep.matches) and rep.matches[0].sig.category == r["expected_category"]
-    assert hits / len(DEV) >= 0.763, hits
+    assert hits / len(DEV) >= 0.761, hits
 
 
 @pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
