@@ -75,6 +75,18 @@ class _Main(LazyGroup):
             return super().invoke(ctx)
         except click.ClickException as exc:
             raise _safe(exc) from None
+        except Exception as exc:
+            from .exitcodes import ExitCode
+            from .explain.kb import KBError  # (imported only on this failure path)
+
+            if not isinstance(exc, KBError):
+                raise
+            # a packaged data file that does not parse (a damaged install or an edited checkout):
+            # name it and the fix, no traceback
+            click.echo(f"k3doctor: the installed knowledge base is damaged: {exc}. Reinstall k3doctor "
+                       "(pip install --force-reinstall k3doctor) or, in a checkout, restore the file "
+                       "(git checkout -- k3doctor/explain/kb/).", err=True)
+            ctx.exit(int(ExitCode.CRASHED))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         global _HELP_LISTING

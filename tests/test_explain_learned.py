@@ -125,3 +125,21 @@ def test_the_cause_names_the_learned_model():
 def test_any_text_gets_a_distribution(text):
     post = load_learned().log_posterior(features(text, [text]))
     assert math.isclose(sum(math.exp(v) for v in post.values()), 1.0, rel_tol=1e-9)
+
+
+def test_a_damaged_packaged_file_is_named_without_a_traceback(monkeypatch):
+    """A KB or model file that does not parse (a damaged install, an edited checkout): exit 3, the
+    file and the fix named, no traceback."""
+    from click.testing import CliRunner
+
+    from k3doctor.cli import main
+    from k3doctor.explain import scan
+
+    def broken() -> None:
+        parse_learned("{broken")
+
+    monkeypatch.setattr(scan, "_scanner", broken)
+    res = CliRunner().invoke(main, ["explain", "RuntimeError: frob failed"])
+    assert res.exit_code == 3, res.output
+    assert "fallback-model.json" in res.output and "Reinstall k3doctor" in res.output
+    assert "Traceback" not in res.output
