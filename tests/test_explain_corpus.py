@@ -527,9 +527,13 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     end: 11 of 466. Not read, not tuned on: re-measured, the gate is 11. Sweep sw-sglang-3 (no
     corpus rows; five new error signatures written from its SGLang source messages, one pattern
     narrowed, the learned fallback model rebuilt with its 134 messages) made it 12 of 502 in the
-    required test run after its rules, and 12 in the one end-of-sweep measurement; which change flags
-    the line was not looked for (that would be tuning on held-out). Not read, not tuned on:
-    re-measured, the gate is 12."""
+    required test run after its rules, and 12 in the one end-of-sweep measurement; which change
+    flags the line was not looked for (that would be tuning on held-out). Not read, not tuned on:
+    re-measured, the gate is 12. sw-version-skew (no new corpus lines; version signatures widened
+    for dependency gates, pip's check lines, NumPy 2.0 removals, protobuf and pydantic skew,
+    torch.ops lookups, and the fallback model rebuilt on its 93 messages) made it 12 (12/502 in
+    validate_explain): seen only as this test's count after all its rules, not read, not bisected,
+    not tuned on: re-measured, the gate is 12 (docs/validation.md says why)."""
     n = len(_benign_alarms("heldout", prefilter))
     assert n <= 12, f"{n} held-out benign lines flagged"
 
