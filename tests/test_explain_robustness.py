@@ -71,7 +71,12 @@ def test_framed_dev_errors_keep_their_category(frame):
     lower-cased line no longer has): 51 of 1,475 (3.46%), the lower-case bound is 3.5%. Round 73
     found main at its kb_commit 936db42 (rounds 65-71 merged, model rebuilt) already over it: 57 of 1,505
     (3.79%); after round 73's rows and rules the same 57 rows of 1,514 (3.76%), none of them round 73's
-    or touched by its rules: the lower-case bound is 3.8%."""
+    or touched by its rules: the lower-case bound is 3.8%. Round 74
+    (branched from e52ca35, where this bound already failed: 58 of 1,599, 3.63%, with the rounds
+    merged since): 59 of 1,610 with its rows and no rule change (one added loss, its dev title-less
+    line "ValueError: LoRA rank 64 is greater than max_lora_rank 16." which lower case leaves with no
+    error name), 58 of 1,611 (3.60%) after its rules (a signature now names that line in any case):
+    the lower-case bound is 3.7% (58 is just above 3.6% of 1,611)."""
     f = FRAMES[frame]
     rows = _rows("errors.jsonl")
     right = [r for r in rows if _top1(r["excerpt"]) == r["expected_category"]]
@@ -89,8 +94,12 @@ WRAP_LOSS = 0.03
 #: "NCCL WARN NET/OFI" split from "Only EFA provider is supported"; re-measured in round 58 (4, its
 #: new dev row sglang#3196): Triton's ignorable 'loc("...decode_attention.py":310:16): error: operation
 #: scheduled before its operands' cut at 80 columns leaves 'attention.py":310:16): error: ...' on a
-#: line of its own, which the fallback reads as an error (unwrapped the line gets no answer)
-WRAP_BENIGN = 4
+#: line of its own, which the fallback reads as an error (unwrapped the line gets no answer); round 74
+#: (5, its new dev benign row vllm#14449): NCCL's INFO "NET/Plugin: Plugin load returned 2 : libnccl-net.so:
+#: cannot open shared object file" cut at 80 columns inside "libnccl-n|et.so" leaves the "cannot open
+#: shared object file" half on a line of its own, as nccl#2397's libnccl-env.so line already was (whole,
+#: the benign nccl-net-plugin-fallback signature names it)
+WRAP_BENIGN = 5
 
 
 @pytest.mark.parametrize("wrap", sorted(WRAPS))
