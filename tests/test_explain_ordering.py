@@ -90,3 +90,15 @@ def test_dev_rows_keep_their_answer_beside_a_consequence(name: str) -> None:
             if not m or m[0].sig.category != r["expected_category"]:
                 lost.append(r["id"])
     assert len(lost) <= 0.015 * 2 * len(right), (name, lost)
+
+
+def test_a_request_the_server_rejects_and_serves_on_comes_after_a_fatal_cause() -> None:
+    """A request-time rejection (too long, bad parameters) is logged and served on; an OOM later in
+    the same log is what stopped the engine, so it comes first. Alone, the rejection still answers."""
+    rejected = "ValueError: The input (70000 tokens) is longer than the model's context length (65536 tokens)."
+    oom = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 15.50 GiB. GPU 5 has a total "
+           "capacity of 139.81 GiB of which 3.12 GiB is free.")
+    ids = [m.sig.id for m in explain_text(rejected + "\n" + oom).matches]
+    assert ids[0] == "torch-cuda-oom" and "openai-request-exceeds-context" in ids
+    alone = explain_text(rejected).matches
+    assert alone and alone[0].sig.id == "openai-request-exceeds-context"
