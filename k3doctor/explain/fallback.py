@@ -460,7 +460,7 @@ def fallback_signature(category: str, model: FallbackModel | None = None) -> Sig
     model = model or load_fallback()
     cat = model.category(category)
     label = _TITLES.get(category, category)
-    title = ("Unrecognised error, no category word in it (low confidence)" if category == "other"
+    title = ("Unrecognised error, no specific category (low confidence)" if category == "other"
              else f"Unrecognised error, classified as {label} (low confidence)")
     return Signature(
         id=FALLBACK_PREFIX + category,
@@ -468,7 +468,8 @@ def fallback_signature(category: str, model: FallbackModel | None = None) -> Sig
         title=title,
         keywords=(),
         patterns=(),
-        cause=("No known signature matched this error and its most salient line names no category; "
+        cause=("No known signature matched this error and the words of its most salient line point to "
+               "no specific category (network, memory, version ...); "
                "the next steps below narrow it down." if category == "other" else
                "No known signature matched this error. Its most salient line was classified by "
                f"the words it uses as a {label} problem; treat this as a lead, not a diagnosis."),
