@@ -143,3 +143,11 @@ def test_a_damaged_packaged_file_is_named_without_a_traceback(monkeypatch):
     assert res.exit_code == 3, res.output
     assert "fallback-model.json" in res.output and "Reinstall k3doctor" in res.output
     assert "Traceback" not in res.output
+
+
+def test_write_model_to_an_unwritable_path_names_it(tmp_path, capsys):
+    from tools import fallback_model as fm
+
+    target = tmp_path / "no" / "such" / "dir" / "model.json"
+    assert fm.main(["--write-model", str(target)]) == 2
+    assert str(target) in capsys.readouterr().err

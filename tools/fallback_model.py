@@ -521,7 +521,11 @@ def main(argv: list[str] | None = None) -> int:
     examples = extract(rows)
     if args.write_model:
         text = model_json(examples, tuple(sweep_examples(base)), categories(base))
-        Path(args.write_model).write_text(text, encoding="utf-8")
+        try:
+            Path(args.write_model).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            print(f"fallback_model: cannot write {args.write_model}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
         print(f"wrote {args.write_model}: {text.count(chr(10)) - 2} tokens")
         return 0
     if args.write:
