@@ -586,10 +586,10 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     and it rebuilt the learned fallback model with its dev rows as the brief requires. Measured once
     at the end: 12 of 505 (the count on e52ca35 before the round was not measured). Not read, not
     tuned on: re-measured, the gate is 12. With every round and sweep of the fifth session merged
-    (rounds 65-78, thirteen sweeps), measured once: 12 of 520, the 9 before them plus the three
-    held-out lines of rounds 65 (one) and 72 (two) that were flagged when scored before use (the
-    rounds brought 60 held-out benign lines; the count adds up, which lines are flagged was not
-    looked at). Not read, not tuned on: the gate is 12."""
+    (rounds 65-80, sixteen sweeps), measured after the last merge: 12 of 525, the 9 before them
+    plus the three held-out lines of rounds 65 (one) and 72 (two) that were flagged when scored
+    before use (the rounds brought 65 held-out benign lines; the count adds up, which lines are
+    flagged was not looked at). Not read, not tuned on: the gate is 12."""
     n = len(_benign_alarms("heldout", prefilter))
     assert n <= 12, f"{n} held-out benign lines flagged"
 
