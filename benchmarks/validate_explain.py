@@ -330,7 +330,7 @@ def _fallback_cv_figure(model, errors: list[dict], support) -> tuple[int | None,
     terms leave-thread-out as above. (None, 0) when no learned model is shipped."""
     import dataclasses
 
-    if model.learned is None:
+    if model.learned_model() is None:
         return None, 0
     from k3doctor.explain.learned import parse_learned
     from tools import fallback_model as fm
@@ -394,7 +394,7 @@ def score_fallback_only(show: bool = False, category: str | None = None) -> int:
     cv, cv_silent = _fallback_cv_figure(model, errors, support)
     print(f"fallback alone, dev errors (text mode): {pct(sum(hit.values()), n)}, silent {silent}")
     print(f"  leave-thread-out terms:               {pct(sum(loo.values()), n)}, silent {loo_silent}"
-          + ("  (the learned model in-sample)" if model.learned is not None else ""))
+          + ("  (the learned model in-sample)" if model.learned_model() is not None else ""))
     if cv is not None:
         print(f"  5-fold by thread, model retrained:    {pct(cv, n)}, silent {cv_silent}"
               "  (terms leave-thread-out too)")

@@ -30,7 +30,7 @@ def test_the_shipped_model_is_rebuilt_from_the_dev_rows_and_the_sweeps():
     k3doctor/explain/kb/fallback-model.json``."""
     from tools import fallback_model as fm
 
-    base = dataclasses.replace(load_fallback(), learned=None)
+    base = load_fallback().without_learned()
     examples = fm.extract(fm.dev_rows(), base)
     rebuilt = json.loads(fm.model_json(examples, tuple(fm.sweep_examples(base)), fm.categories(base)))
     shipped = json.loads(SHIPPED.read_text(encoding="utf-8"))
@@ -54,9 +54,10 @@ def test_the_model_never_reads_a_heldout_row():
 
 def test_the_packaged_fallback_carries_the_model():
     model = load_fallback()
-    assert model.learned is not None and model.learned is load_learned()
-    assert set(model.learned.categories) == {c.name for c in model.categories}
-    assert len(model.learned.weights) > 1000
+    learned = model.learned_model()
+    assert learned is not None and learned is load_learned()
+    assert set(learned.categories) == {c.name for c in model.categories}
+    assert len(learned.weights) > 1000
 
 
 @pytest.mark.parametrize("text, message", [
@@ -95,7 +96,7 @@ def test_the_two_votes_combine_as_documented():
     assert max(terms, key=lambda c: terms[c]) == "network"  # "socket" is a network term
     strong = dataclasses.replace(base, learned=_toy("memory", "frobnicate"))
     v = strong.classify(lines, None)
-    logp = strong.learned.log_posterior(features(line, [line]))
+    logp = _toy("memory", "frobnicate").log_posterior(features(line, [line]))
     want = max(sorted(logp), key=lambda c: TERM_WEIGHT * terms.get(c, 0.0) + logp[c])
     assert v is not None and v.category == want == "memory"
     assert v.probability == pytest.approx(math.exp(logp["memory"]))
@@ -108,7 +109,7 @@ def test_the_two_votes_combine_as_documented():
 
 def test_no_term_and_no_explicit_error_stays_unclassified():
     base = load_fallback()
-    assert base.learned is not None
+    assert base.learned_model() is not None
     assert base.classify([("<text>", 1, "Failed to open libqqzz.so")], None) is None
 
 
@@ -151,3 +152,32 @@ def test_write_model_to_an_unwritable_path_names_it(tmp_path, capsys):
     target = tmp_path / "no" / "such" / "dir" / "model.json"
     assert fm.main(["--write-model", str(target)]) == 2
     assert str(target) in capsys.readouterr().err
+
+
+def test_the_packaged_model_is_read_only_when_a_verdict_needs_it(monkeypatch):
+    """A text a signature explains never parses the model's JSON (start-up cost); the first
+    fallback verdict does, once."""
+    from k3doctor.explain import fallback as fb
+
+    calls = []
+    monkeypatch.setattr(fb, "load_learned", lambda: calls.append(1) or load_learned())
+    model = fb.load_fallback.__wrapped__()
+    assert model.learned is None and model.learned_from_package
+    scanner = Scanner(fallback=model)
+    scanner.explain_bytes(b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert calls == []
+    rep = scanner.explain_bytes(b"RuntimeError: frobnicator rejected the widget")
+    assert rep.matches and rep.matches[0].verdict is not None
+    assert rep.matches[0].verdict.probability is not None and calls == [1]
+    scanner.explain_bytes(b"RuntimeError: another frobnicator failure")
+    assert calls == [1]
+
+
+def test_a_packaged_model_for_other_categories_names_the_fix(monkeypatch):
+    from k3doctor.explain import fallback as fb
+
+    monkeypatch.setattr(fb, "load_learned", lambda: _toy("memory", "x").__class__(
+        ("network", "memory"), (0.0, 0.0), {}))
+    model = fb.load_fallback.__wrapped__()
+    with pytest.raises(KBError, match="rebuild it"):
+        model.classify([("<text>", 1, "RuntimeError: frob failed")], None)

@@ -130,7 +130,7 @@ def extract(rows: list[dict[str, Any]], model: FallbackModel | None = None,
     from k3doctor.explain.scan import Scanner
 
     base = model or load_fallback()
-    rec = dataclasses.replace(base, learned=None)  # (which lines give a verdict: the model has no say)
+    rec = base.without_learned()  # (which lines give a verdict: the model has no say)
     seen: list[tuple[tuple[str, int, str], list[str]]] = []
     plain = rec.classify
 

@@ -213,8 +213,12 @@ class FallbackModel:
     hard_anycase: re.Pattern[str] | None = None
     #: which precision gates are on (all of :data:`GATES` in use; fewer only to measure them)
     gates: frozenset[str] = GATES
-    #: the learned category model (``kb/fallback-model.json``; None: the terms alone decide)
+    #: the learned category model (``kb/fallback-model.json``; None: the terms alone decide,
+    #: unless ``learned_from_package``)
     learned: LearnedModel | None = None
+    #: read the packaged model on the first verdict that needs it (:func:`load_fallback`): an
+    #: ``explain`` that no fallback verdict reaches never parses its ~0.9 MB of JSON
+    learned_from_package: bool = False
     _by_name: dict[str, CategoryTerms] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -222,6 +226,22 @@ class FallbackModel:
 
     def category(self, name: str) -> CategoryTerms:
         return self._by_name[name]
+
+    def learned_model(self) -> LearnedModel | None:
+        """The learned model, the packaged one read now if it is due; a packaged model whose
+        categories are not these raises KBError naming the file and the fix."""
+        if self.learned is None and self.learned_from_package:
+            self.learned_from_package = False
+            learned = load_learned()
+            if learned is not None and set(learned.categories) != {c.name for c in self.categories}:
+                raise KBError("kb/fallback-model.json: its categories are not kb/fallback.toml's; "
+                              "rebuild it with tools/fallback_model.py --write-model")
+            self.learned = learned
+        return self.learned
+
+    def without_learned(self) -> "FallbackModel":
+        """A copy whose terms alone decide (to measure them, or to train the model)."""
+        return dataclasses.replace(self, learned=None, learned_from_package=False)
 
     # -- line tests ------------------------------------------------------------------------------
     def is_error_line(self, text: str) -> bool:
@@ -354,17 +374,18 @@ class FallbackModel:
             return None
         line, where = salient[2].strip()[:400], (salient[0], salient[1])
         best = ranked[0][0] if ranked else 0.0
-        if self.learned is None:
+        learned = self.learned_model()
+        if learned is None:
             if ranked:
                 return Verdict(ranked[0][1], line, where, best, tuple(ranked[0][2][:6]))
             return Verdict("other", line, where, 0.0, ())
         # step 4 with the learned model: TERM_WEIGHT x term score + log P(category)
         feats = features(salient[2], texts)
-        logp = self.learned.log_posterior(feats)
+        logp = learned.log_posterior(feats)
         terms = {c: (s, t) for s, c, t in ranked}
         category = max(sorted(logp), key=lambda c: TERM_WEIGHT * terms.get(c, (0.0, []))[0] + logp[c])
         return Verdict(category, line, where, best, tuple(terms.get(category, (0.0, []))[1][:6]),
-                       math.exp(logp[category]), tuple(self.learned.top_tokens(feats, category)))
+                       math.exp(logp[category]), tuple(learned.top_tokens(feats, category)))
 
 
 def _compile(patterns: Any, key: str, flags: int = 0) -> re.Pattern[str]:
@@ -432,14 +453,9 @@ def parse_fallback_text(text: str, where: str = "kb/fallback.toml",
 
 @lru_cache(maxsize=1)
 def load_fallback() -> FallbackModel:
-    """The packaged fallback model. Cached per process."""
+    """The packaged fallback model (its learned model read on first use). Cached per process."""
     text = (resources.files("k3doctor.explain") / "kb" / "fallback.toml").read_text(encoding="utf-8")
-    model = parse_fallback_text(text)
-    learned = load_learned()
-    if learned is not None and set(learned.categories) != {c.name for c in model.categories}:
-        raise KBError("kb/fallback-model.json: its categories are not kb/fallback.toml's; rebuild it "
-                      "with tools/fallback_model.py --write-model")
-    return dataclasses.replace(model, learned=learned)
+    return dataclasses.replace(parse_fallback_text(text), learned_from_package=True)
 
 
 _TITLES = {

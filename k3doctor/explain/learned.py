@@ -50,8 +50,6 @@ MODEL_FILE = "fallback-model.json"
 FORMAT = 1
 #: how much one unit of hand-term score counts against one nat of the model's log-probability
 TERM_WEIGHT = 0.3
-LINE_CHARS = 2048
-MAX_OTHERS = 64
 SALIENT_WEIGHT = 2
 CAP = 3
 
@@ -70,7 +68,8 @@ def _keep(tok: str) -> bool:
 
 
 def _normalised(line: str) -> str:
-    from .fallback import _drop_source_paths, strip_log_prefix
+    # the fallback's own normalisation (imported here: fallback.py imports this module)
+    from .fallback import LINE_CHARS, _drop_source_paths, strip_log_prefix
 
     return _drop_source_paths(strip_log_prefix(line[:LINE_CHARS]))
 
@@ -101,12 +100,14 @@ def pairs(line: str) -> list[str]:
 def features(salient: str, others: Iterable[str]) -> dict[str, int]:
     """Token -> weight for one verdict: the salient line's tokens and pairs weigh
     ``SALIENT_WEIGHT``, each other error line adds 1, capped at ``CAP`` (the logistic regression
-    reads only which tokens occur)."""
+    reads only which tokens occur). Of the other lines, the first ones the fallback classifies."""
+    from .fallback import MAX_CLASSIFIED
+
     f: Counter[str] = Counter()
     for t in tokens(salient) + pairs(salient):
         f[t] += SALIENT_WEIGHT
     for n, line in enumerate(others):
-        if n >= MAX_OTHERS:
+        if n >= MAX_CLASSIFIED:
             break
         if line != salient:
             for t in tokens(line):
