@@ -100,6 +100,10 @@ def test_a_bare_line_that_names_no_failure_gets_no_fallback_verdict(line, prefil
     "Unable to create qqzzy socket.",                                  # a failure verb
     "qqzzy version mismatch between driver and library",
     "runtimeerror: frobnicator weight not found in params_dict",      # a lower-cased paste
+    # Python's bare `raise Exception(...)`: no word before the class name, no other error word
+    # (the hard marker alone was unreachable: the line was not an error line at all)
+    "Exception: something odd happened in the qqzzy scheduler",
+    "  Exception: qqzzy replica state went away",
 ])
 @pytest.mark.parametrize("prefilter", [False, True])
 def test_a_line_that_names_its_failure_gets_a_fallback_verdict(line, prefilter):
@@ -429,3 +433,22 @@ def test_a_binary_file_gets_no_fallback_verdict():
     assert explain_text(binary).matches == []
     padded = explain_text("\x00\x00\x00\x00RuntimeError: something failed badly in the engine")
     assert [m.sig.id for m in padded.matches] == ["fallback-other"]
+
+
+@pytest.mark.parametrize("line", [
+    "INFO 05-14 04:44:37 [engine.py:1] Exception: none raised during the qqzzy warm-up",  # a level
+    "qqzzy.Exception: is the name of the base class",  # a qualified name, not Python's bare print
+])
+def test_a_bare_exception_line_stays_a_notice_at_a_non_error_level(line):
+    assert SCANNER.fallback is not None and not SCANNER.fallback.is_hard_error_line(line)
+    assert not [m for m in matches(line) if not m.benign]
+
+
+def test_a_bare_exception_is_the_salient_line():
+    """Python prints the exception last: the bare ``Exception: <msg>`` is quoted, not the
+    frame above it."""
+    text = ('  File "/opt/qqzzy/launcher.py", line 12, in main\n    raise Exception("boom")\n'
+            "Exception: qqzzy launcher could not start the replica")
+    ms = matches(text)
+    assert ms and ms[0].sig.id.startswith(FALLBACK_PREFIX)
+    assert ms[0].verdict is not None and ms[0].verdict.line.startswith("Exception: qqzzy launcher")
