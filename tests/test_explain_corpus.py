@@ -197,6 +197,10 @@ def test_top1_on_the_development_split(prefilter):
     PD, DeepSeek-V3.2; branched from 14a2e39): its 8 dev rows (6/8 before use, also with the rebuilt
     model) took it to 1658/1762 (94.10%); its widening of deepgemm-unsupported-arch to KeyError on
     an arch string ('120a') brought it to 1659/1762 (94.15%): 0.931 holds.
+    Round 88 (vLLM/SGLang memory-accounting and quantization threads; branched from ca9104d): its 15
+    dev rows (11/15 before use, 12/15 with the rebuilt model) took it to 1677/1783 (94.05%); its
+    signatures (MoE-oracle activation / current-device reasons, vLLM Mamba cache blocks below
+    max_num_seqs, SGLang token pool too small) brought it to 1678/1783 (94.11%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -382,6 +386,9 @@ def test_fallback_alone_on_the_development_split():
     (86.48%, the learned model in-sample; 5-fold 1375/1760): 0.762 holds. Round 80 (SGLang /
     RL-framework threads; branched from 14a2e39; no fallback term changed, model rebuilt): with its
     8 dev rows 1515/1762 (85.98%, the learned model in-sample; 5-fold 1376/1762): 0.762 holds.
+    Round 88 (vLLM/SGLang memory and quantization threads; branched from ca9104d; no fallback term
+    changed, model rebuilt): with its 15 dev rows 1538/1783 (86.26%, the learned model in-sample;
+    5-fold 1393/1783): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -500,6 +507,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (76.54%), no rule changed, measured once at the end: 0.736 holds. Round 80 (branched from
     14a2e39) added 2 held-out rows (2/2 before use, 2/2 after): 821/1074 (76.44%) after its rule,
     measured once at the end: 0.736 holds.
+    Round 88 (branched from ca9104d) added 7 held-out rows (5/7 before use, 5/7 after): 830/1083
+    (76.64%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
