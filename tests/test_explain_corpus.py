@@ -196,7 +196,11 @@ def test_top1_on_the_development_split(prefilter):
     changed, model rebuilt: 0.931 holds. Round 80 (SGLang / RL-framework threads on GB200, Mooncake
     PD, DeepSeek-V3.2; branched from 14a2e39): its 8 dev rows (6/8 before use, also with the rebuilt
     model) took it to 1658/1762 (94.10%); its widening of deepgemm-unsupported-arch to KeyError on
-    an arch string ('120a') brought it to 1659/1762 (94.15%): 0.931 holds.
+    an arch string ('120a') brought it to 1659/1762 (94.15%): 0.931 holds. Round 86 (PyTorch
+    distributed / CUDA-runtime messages; branched from ca9104d): its 15 dev rows (13/15 before use)
+    took it to 1678/1783 (94.11%, model rebuilt); its three signatures (torchrun rank SIGKILLed,
+    expandable-segment IPC pidfd, elastic RendezvousTimeoutError) and the widened CUDA-graph capture
+    pattern brought it to 1680/1783 (94.22%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -382,6 +386,9 @@ def test_fallback_alone_on_the_development_split():
     (86.48%, the learned model in-sample; 5-fold 1375/1760): 0.762 holds. Round 80 (SGLang /
     RL-framework threads; branched from 14a2e39; no fallback term changed, model rebuilt): with its
     8 dev rows 1515/1762 (85.98%, the learned model in-sample; 5-fold 1376/1762): 0.762 holds.
+    Round 86 (PyTorch distributed / CUDA-runtime threads; branched from ca9104d; no fallback term
+    changed, model rebuilt): with its 15 dev rows 1544/1783 (86.60%, the learned model in-sample;
+    5-fold 1399/1783): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -499,7 +506,9 @@ def test_top1_on_the_heldout_split(prefilter):
     0.736 holds. Round 79 (branched from 14a2e39) added 2 held-out rows (2/2 before use): 822/1074
     (76.54%), no rule changed, measured once at the end: 0.736 holds. Round 80 (branched from
     14a2e39) added 2 held-out rows (2/2 before use, 2/2 after): 821/1074 (76.44%) after its rule,
-    measured once at the end: 0.736 holds.
+    measured once at the end: 0.736 holds. Round 86 (branched from ca9104d) added 12 held-out rows
+    (9/12 before use, 9/12 after): 835/1088 (76.75%) after its rules, measured once at the end:
+    0.736 holds.
     MERGED-FIGURE"""
 
 
@@ -589,9 +598,14 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     (rounds 65-80, sixteen sweeps), measured after the last merge: 12 of 525, the 9 before them
     plus the three held-out lines of rounds 65 (one) and 72 (two) that were flagged when scored
     before use (the rounds brought 65 held-out benign lines; the count adds up, which lines are
-    flagged was not looked at). Not read, not tuned on: the gate is 12."""
+    flagged was not looked at). Not read, not tuned on: the gate is 12. Round 86 (PyTorch
+    distributed / CUDA-runtime lines; branched from ca9104d) brought 1 held-out benign line, flagged
+    when scored before use (r86-first-score.json: 1/1) and still flagged after its rules (three
+    error signatures and a widened error pattern), measured once at the end: 13 of 526. This test's
+    count (13) was also seen in the required test run after the rules, before that measurement.
+    Not read, not tuned on: re-measured, the gate is 13."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 12, f"{n} held-out benign lines flagged"
+    assert n <= 13, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
