@@ -197,6 +197,10 @@ def test_top1_on_the_development_split(prefilter):
     PD, DeepSeek-V3.2; branched from 14a2e39): its 8 dev rows (6/8 before use, also with the rebuilt
     model) took it to 1658/1762 (94.10%); its widening of deepgemm-unsupported-arch to KeyError on
     an arch string ('120a') brought it to 1659/1762 (94.15%): 0.931 holds.
+    Round 82 (vLLM multi-GPU / multi-node runtime threads; branched from ca9104d): its 14 dev rows
+    (10/14 before use) took it to 1676/1782 (94.05%) with the rebuilt model; its two new signatures
+    (vllm-v0-worker-loop-gloo-timeout, kv-cache-scales-file-mismatch) brought it to 1677/1782
+    (94.11%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -382,6 +386,8 @@ def test_fallback_alone_on_the_development_split():
     (86.48%, the learned model in-sample; 5-fold 1375/1760): 0.762 holds. Round 80 (SGLang /
     RL-framework threads; branched from 14a2e39; no fallback term changed, model rebuilt): with its
     8 dev rows 1515/1762 (85.98%, the learned model in-sample; 5-fold 1376/1762): 0.762 holds.
+    Round 82 (branched from ca9104d; no fallback term changed, model rebuilt): with its 14 dev rows
+    1539/1782 (86.36%, the learned model in-sample; 5-fold 1396/1782): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -500,6 +506,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (76.54%), no rule changed, measured once at the end: 0.736 holds. Round 80 (branched from
     14a2e39) added 2 held-out rows (2/2 before use, 2/2 after): 821/1074 (76.44%) after its rule,
     measured once at the end: 0.736 holds.
+    Round 82 (branched from ca9104d) added 9 held-out rows (2/9 before use, 2/9 after): 825/1085
+    (76.04%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
