@@ -654,9 +654,13 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     before use (r86-first-score.json: 1/1) and still flagged after its rules (three error signatures
     and a widened error pattern), measured once at the end: 13 of 526. This test's count (13) was
     also seen in the required test run after the rules, before that measurement. Not read, not tuned
-    on: re-measured, the gate is 13."""
+    on: re-measured, the gate is 13. With rounds 81-88 merged (each branched from ca9104d, each
+    measured against 12 before the others): 14, the 12 before plus the two held-out lines of rounds 81
+    and 86 that were flagged when scored before use (rounds 82-85, 87 and 88 brought held-out benign
+    lines none of which was flagged before use or after). Seen as this test's count after the
+    merges; which lines are flagged was not looked at. Not read, not tuned on: the gate is 14."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 13, f"{n} held-out benign lines flagged"
+    assert n <= 14, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
