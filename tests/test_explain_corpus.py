@@ -211,7 +211,10 @@ def test_top1_on_the_development_split(prefilter):
     and quantization threads; branched from ca9104d): its 15 dev rows (11/15 before use, 12/15 with
     the rebuilt model) took it to 1677/1783 (94.05%); its signatures (MoE-oracle activation /
     current-device reasons, vLLM Mamba cache blocks below max_num_seqs, SGLang token pool too small)
-    brought it to 1678/1783 (94.11%): 0.931 holds.
+    brought it to 1678/1783 (94.11%): 0.931 holds. Round 90 (newest SGLang threads; branched from
+    0e4d3af): its 11 dev rows (7/11 before use, 8/11 with the rebuilt model) took it to 1724/1839
+    (93.75%); its signatures (sglang-hicache-host-memory, fails-on-one-gpu-generation-only,
+    speculative-draft-model-missing) brought it to 1727/1839 (93.91%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -403,6 +406,9 @@ def test_fallback_alone_on_the_development_split():
     learned model in-sample; 5-fold 1389/1781): 0.762 holds. Round 88 (vLLM/SGLang memory and
     quantization threads; branched from ca9104d; no fallback term changed, model rebuilt): with its
     15 dev rows 1538/1783 (86.26%, the learned model in-sample; 5-fold 1393/1783): 0.762 holds.
+    Round 90 (newest SGLang threads; branched from 0e4d3af; no fallback term changed, model
+    rebuilt): with its 11 dev rows 1585/1839 (86.19%, the learned model in-sample; 5-fold
+    1434/1839): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -526,7 +532,8 @@ def test_top1_on_the_heldout_split(prefilter):
     ca9104d) added 6 held-out rows (4/6 before use, 4/6 after): 830/1082 (76.71%) after its rules,
     measured once at the end: 0.736 holds. Round 88 (branched from ca9104d) added 7 held-out rows
     (5/7 before use, 5/7 after): 830/1083 (76.64%) after its rules, measured once at the end: 0.736
-    holds.
+    holds. Round 90 (branched from 0e4d3af, a main holding rounds up to 88) added 5 held-out rows
+    (3/5 before use): 851/1112 (76.53%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
