@@ -212,6 +212,10 @@ def test_top1_on_the_development_split(prefilter):
     the rebuilt model) took it to 1677/1783 (94.05%); its signatures (MoE-oracle activation /
     current-device reasons, vLLM Mamba cache blocks below max_num_seqs, SGLang token pool too small)
     brought it to 1678/1783 (94.11%): 0.931 holds.
+    Round 92 (benign-focused; branched from 0e4d3af): its 5 dev error rows (3/5 before use) and the
+    rebuilt model took it to 1719/1833 (93.78%); its rules (glibc's TLS allocation abort as host OOM,
+    benign notices, the fallback no longer reading a consequence beside a benign line) brought it to
+    1720/1833 (93.84%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -403,6 +407,8 @@ def test_fallback_alone_on_the_development_split():
     learned model in-sample; 5-fold 1389/1781): 0.762 holds. Round 88 (vLLM/SGLang memory and
     quantization threads; branched from ca9104d; no fallback term changed, model rebuilt): with its
     15 dev rows 1538/1783 (86.26%, the learned model in-sample; 5-fold 1393/1783): 0.762 holds.
+    Round 92 (benign-focused; branched from 0e4d3af; no fallback term changed, model rebuilt): with its
+    5 dev rows 1580/1833 (86.20%, the learned model in-sample; 5-fold 1432/1833): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -527,6 +533,8 @@ def test_top1_on_the_heldout_split(prefilter):
     measured once at the end: 0.736 holds. Round 88 (branched from ca9104d) added 7 held-out rows
     (5/7 before use, 5/7 after): 830/1083 (76.64%) after its rules, measured once at the end: 0.736
     holds.
+    Round 92 (branched from 0e4d3af) added 4 held-out rows (3/4 before use, 3/4 after): 852/1111
+    (76.69%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
@@ -616,9 +624,12 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     (rounds 65-80, sixteen sweeps), measured after the last merge: 12 of 525, the 9 before them
     plus the three held-out lines of rounds 65 (one) and 72 (two) that were flagged when scored
     before use (the rounds brought 65 held-out benign lines; the count adds up, which lines are
-    flagged was not looked at). Not read, not tuned on: the gate is 12."""
+    flagged was not looked at). Not read, not tuned on: the gate is 12. Round 92 (benign-focused,
+    branched from 0e4d3af) brought 16 held-out benign lines, 1 flagged before use
+    (r92-first-score.json); measured once at the end after its rules: 13 of 556 (its own 16: 1
+    flagged). Not read, not tuned on: re-measured, the gate is 13."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 12, f"{n} held-out benign lines flagged"
+    assert n <= 13, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
