@@ -452,3 +452,36 @@ def test_a_bare_exception_is_the_salient_line():
     ms = matches(text)
     assert ms and ms[0].sig.id.startswith(FALLBACK_PREFIX)
     assert ms[0].verdict is not None and ms[0].verdict.line.startswith("Exception: qqzzy launcher")
+
+
+# -- a consequence that reports a harmless line is no failure (round 92) --------------------------
+@pytest.mark.parametrize("text", [
+    # dev benign row pytorch#2530: gloo's CUDA teardown at exit, wrapped by C++'s terminate line
+    "terminate called after throwing an instance of 'gloo::EnforceNotMet'\n"
+    "  what():  [enforce fail at /tmp/pip-6uwp_cfg-build/third_party/gloo/gloo/cuda_private.h:40] "
+    "error == cudaSuccess. 29 vs 0. Error at: /tmp/pip-6uwp_cfg-build/third_party/gloo/gloo/"
+    "cuda_private.h:40: driver shutting down",
+    # dev benign row pytorch#9127: a peer reset reported inside Python's ignored-exception report
+    "ConnectionResetError: [Errno 104] Connection reset by peer\n"
+    "Exception ignored in: <bound method _DataLoaderIter.__del__ of "
+    "<torch.utils.data.dataloader._DataLoaderIter object at 0x7fec6928a9b0>>",
+])
+@pytest.mark.parametrize("prefilter", [False, True])
+def test_a_consequence_beside_a_benign_line_gets_no_verdict(text, prefilter):
+    found = matches(text, prefilter)
+    assert found and all(m.benign for m in found), [m.sig.id for m in found]
+
+
+@pytest.mark.parametrize("text, want", [
+    # the same consequences with no benign line beside them keep their verdict ...
+    ("ConnectionResetError: [Errno 104] Connection reset by peer", "network"),
+    # ... and a cause beside the ignored-exception report still names the failure (dev row ray#63553)
+    ("ERROR __init__.py:1568 -- Unexpected exception raised in task execution handler: 'Worker' object has "
+     "no attribute 'core_worker'\nAttributeError: 'Worker' object has no attribute 'core_worker'\n"
+     "Exception ignored in: 'ray._raylet.call_actor_shutdown'", None),
+])
+def test_a_consequence_without_a_benign_neighbour_keeps_its_verdict(text, want):
+    found = [m for m in matches(text) if not m.benign]
+    assert found, text
+    if want is not None:
+        assert found[0].sig.category == want

@@ -251,7 +251,19 @@ class _Aggregator:
         # first even without a category word
         cause_first = verdict is not None
         if verdict is None:  # only consequences, or the other lines are no explicit error
-            verdict = model.classify(self.unexplained, self.last_exception or self.last_consequence)
+            lines, last = self.unexplained, self.last_exception or self.last_consequence
+            if not causes:
+                # a consequence printed right beside a line a benign signature explained reports
+                # that harmless line: C++ prints the thrown error on the line after "terminate
+                # called after throwing", Python prints an exception raised in __del__ under
+                # "Exception ignored in:" (round 92, dev benign rows pytorch#2530 and #9127)
+                benign_at = {loc for m in self.by_id.values() if m.benign for loc in m.locations}
+                lines = [it for it in lines
+                         if f"{it[0]}:{it[1] - 1}" not in benign_at and f"{it[0]}:{it[1] + 1}" not in benign_at]
+                if not lines:
+                    return None
+                last = last if last in lines else None
+            verdict = model.classify(lines, last)
         if verdict is None or (errors and verdict.score <= 0 and not cause_first):
             return None
         sig = fallback_signature(verdict.category, model)
