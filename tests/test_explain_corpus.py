@@ -457,7 +457,9 @@ def test_fallback_alone_on_the_development_split():
     changed, model rebuilt): with its 13 dev rows 1587/1841 (86.20%, the learned model in-sample;
     5-fold 1441/1841): 0.762 holds. Round 92 (benign-focused; branched from 0e4d3af; no fallback
     term changed, model rebuilt): with its 5 dev rows 1580/1833 (86.20%, the learned model
-    in-sample; 5-fold 1432/1833): 0.762 holds.
+    in-sample; 5-fold 1432/1833): 0.762 holds. Round 93 (older vLLM threads; branched from 85bb54f;
+    no fallback term changed, model rebuilt): with its 14 dev rows 1635/1891 (86.46%, the learned
+    model in-sample; 5-fold 1479/1891): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -598,7 +600,9 @@ def test_top1_on_the_heldout_split(prefilter):
     0e4d3af) added 9 held-out rows (6/9 before use): 855/1116 (76.61%) after its first three rules,
     measured once at the end (before its last rule, see docs/validation.md): 0.736 holds. Round 92
     (branched from 0e4d3af) added 4 held-out rows (3/4 before use, 3/4 after): 852/1111 (76.69%)
-    after its rules, measured once at the end: 0.736 holds.
+    after its rules, measured once at the end: 0.736 holds. Round 93 (branched from 85bb54f) added 5
+    held-out rows (3/5 before use, 4/5 after): 874/1146 (76.27%) after its rules, measured once at
+    the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
