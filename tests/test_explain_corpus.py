@@ -705,9 +705,15 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     measured against 12 before the others): 14, the 12 before plus the two held-out lines of rounds 81
     and 86 that were flagged when scored before use (rounds 82-85, 87 and 88 brought held-out benign
     lines none of which was flagged before use or after). Seen as this test's count after the
-    merges; which lines are flagged was not looked at. Not read, not tuned on: the gate is 14."""
+    merges; which lines are flagged was not looked at. Not read, not tuned on: the gate is 14. With
+    rounds 89-95 merged (branched from 0e4d3af or 85bb54f; rounds 89 and 92 each re-measured this
+    gate on their own branch, 12 -> 13, for their one held-out line flagged when scored before use):
+    16, the 14 before plus those two lines (r89-first-score.json: held-out 1/7, r92-first-score.json:
+    1/16; rounds 91, 93, 94 and 95 brought held-out benign lines none of which was flagged before use,
+    round 90 none). Seen as this test's count after the merges; which lines are flagged was not looked at. Not
+    read, not tuned on: the gate is 16."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 14, f"{n} held-out benign lines flagged"
+    assert n <= 16, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
