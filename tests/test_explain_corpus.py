@@ -245,10 +245,14 @@ def test_top1_on_the_development_split(prefilter):
     (7/13 before use, 10/13 with the rebuilt model) took it to 1726/1841 (93.75%); its signatures
     (CUDA-graph pool asserts, auto_functionalized not removed, CUDA IPC pidfd) and one relabel
     brought it to 1727/1841 (93.81%): 0.931 holds.
-    Round 97 (Ray failures in engine/RL threads; branched from a7f3e14): its 11 dev rows (5/11 before
-    use) took it to 1832/1953 (93.80%) with the rebuilt model; its rules (RayCgraphCapacityExceeded,
-    compiled-graph timeout, worker-registration failure, mpirun signal 9) brought it to 1833/1953
-    (93.85%): 0.931 holds.
+    Round 97 (Ray failures in engine/RL threads; branched from a7f3e14): its 11 dev rows (5/11
+    before use) took it to 1832/1953 (93.80%) with the rebuilt model; its rules
+    (RayCgraphCapacityExceeded, compiled-graph timeout, worker-registration failure, mpirun signal
+    9) brought it to 1833/1953 (93.85%): 0.931 holds. Round 96 (NCCL failures in engine threads;
+    branched from a7f3e14): its 10 dev rows (8/10 before use) and its signatures
+    (nccl-net-not-found, the generic nccl-internal-error, ibv_modify_qp quoted by errno in
+    rdma-connection-setup-failed) with the rebuilt model: 1834/1952 (93.95%; signatures alone 1650):
+    0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -464,9 +468,11 @@ def test_fallback_alone_on_the_development_split():
     in-sample; 5-fold 1432/1833): 0.762 holds. Round 93 (older vLLM threads; branched from 85bb54f;
     no fallback term changed, model rebuilt): with its 14 dev rows 1635/1891 (86.46%, the learned
     model in-sample; 5-fold 1479/1891): 0.762 holds.
-    Round 97 (Ray failures in engine/RL threads; branched from a7f3e14; no fallback term changed, model
-    rebuilt): with its 11 dev rows 1687/1953 (86.38%, the learned model in-sample; 5-fold 1518/1953):
-    0.762 holds.
+    Round 97 (Ray failures in engine/RL threads; branched from a7f3e14; no fallback term changed,
+    model rebuilt): with its 11 dev rows 1687/1953 (86.38%, the learned model in-sample; 5-fold
+    1518/1953): 0.762 holds. Round 96 (NCCL failures in engine threads; branched from a7f3e14; no
+    fallback term changed, model rebuilt): with its 10 dev rows 1685/1952 (86.32%, the learned model
+    in-sample; 5-fold 1521/1952): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -611,7 +617,9 @@ def test_top1_on_the_heldout_split(prefilter):
     held-out rows (3/5 before use, 4/5 after): 874/1146 (76.27%) after its rules, measured once at
     the end: 0.736 holds.
     Round 97 (branched from a7f3e14) added 6 held-out rows (1/6 before use, 3/6 after): 905/1188
-    (76.18%) after its rules, measured once at the end: 0.736 holds.
+    (76.18%) after its rules, measured once at the end: 0.736 holds. Round 96 (branched from
+    a7f3e14) added 2 held-out rows (2/2 before use, 2/2 after): 904/1184 (76.35%) after its rules,
+    measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
@@ -717,10 +725,16 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     merges; which lines are flagged was not looked at. Not read, not tuned on: the gate is 14. With
     rounds 89-95 merged (branched from 0e4d3af or 85bb54f; rounds 89 and 92 each re-measured this
     gate on their own branch, 12 -> 13, for their one held-out line flagged when scored before use):
-    16, the 14 before plus those two lines (r89-first-score.json: held-out 1/7, r92-first-score.json:
-    1/16; rounds 91, 93, 94 and 95 brought held-out benign lines none of which was flagged before use,
-    round 90 none). Seen as this test's count after the merges; which lines are flagged was not looked at. Not
-    read, not tuned on: the gate is 16."""
+    16, the 14 before plus those two lines (r89-first-score.json: held-out 1/7,
+    r92-first-score.json: 1/16; rounds 91, 93, 94 and 95 brought held-out benign lines none of which
+    was flagged before use, round 90 none). Seen as this test's count after the merges; which lines
+    are flagged was not looked at. Not read, not tuned on: the gate is 16. Round 96 (NCCL failures
+    in engine threads; branched from a7f3e14, which holds rounds 89-95) brought 2 held-out benign
+    lines, neither flagged before use (r96-first-score.json) nor after its rules; its three rules
+    are error signatures. Measured once at the end: 16 of 606. The count on a7f3e14 before the round
+    was not measured, so whether the 2 above 14 came with the rounds merged after the gate was set
+    or with this round's error signatures is not known; which lines are flagged was not looked at.
+    Not read, not tuned on: re-measured, the gate is 16."""
     n = len(_benign_alarms("heldout", prefilter))
     assert n <= 16, f"{n} held-out benign lines flagged"
 
