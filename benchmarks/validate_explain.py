@@ -226,15 +226,22 @@ def sample_score(paths: list[Path], flags: list[str] | None = None) -> dict:
 
 
 def score_sample(paths: list[Path], projects: bool = False, by_split: bool = False, as_json: bool = False,
-                 flags: list[str] | None = None) -> int:
+                 flags: list[str] | None = None, dev_only: bool = False) -> int:
     """Top-1 (text and log mode) and benign alarms of freshly collected rows, as counts only
-    (``as_json``: the first-score record of :func:`sample_score`)."""
+    (``as_json``: the first-score record of :func:`sample_score`, always whole). ``dev_only``
+    (``--dev-only`` or ``--misses``): only the rows that fell on the dev split of the rebuilt corpus
+    are explained, so a sample re-scored while working on rules never shows a held-out count."""
     if as_json:
         print(json.dumps(sample_score(paths, flags), indent=2))
         return 0
     errors, benign = load_sample(paths)
+    what = ""
+    if dev_only:
+        where = split_of_sample()
+        errors, benign = [r for r in errors if where(r) == "dev"], [r for r in benign if where(r) == "dev"]
+        what, by_split = " on the dev split (--dev-only)", False
     scanner = Scanner()
-    print(f"sample: {len(errors)} error rows, {len(benign)} benign rows from {len(paths)} file(s)")
+    print(f"sample: {len(errors)} error rows, {len(benign)} benign rows from {len(paths)} file(s){what}")
     for mode in ("text", "log"):
         hit = Counter()
         silent = 0
@@ -541,7 +548,8 @@ def main(argv: list[str] | None = None) -> int:
         return score_ordering(args.misses, splits)
     if args.sample:
         return score_sample([Path(p) for p in args.sample], projects=args.by_project, by_split=args.by_split,
-                            as_json=args.json, flags=list(sys.argv[1:] if argv is None else argv))
+                            as_json=args.json, flags=list(sys.argv[1:] if argv is None else argv),
+                            dev_only=splits == ("dev",))
     errors = [r for r in load("errors.jsonl") if r["split"] in splits]
     benign = [r for r in load("benign.jsonl") if r["split"] in splits]
     results: dict = {}

@@ -101,6 +101,38 @@ def test_dev_only_and_misses_never_score_or_print_held_out_rows(capsys, monkeypa
     assert any(b"heldout-marker" in d.lower() for d in seen)
 
 
+def test_a_sample_rescored_with_dev_only_or_misses_explains_only_its_dev_rows(tmp_path, capsys, monkeypatch):
+    """Two rounds re-ran ``--sample FILES --misses`` while working on rules and were shown their
+    round's combined count, held-out rows included: with ``--dev-only`` or ``--misses`` a sample's
+    rows that fell on the held-out split (or were dropped) are not even explained. The pre-use
+    record (``--json``) stays whole."""
+    held = [json.loads(line) for line in (ROOT / "fixtures/errors/errors.jsonl").read_text().splitlines()
+            if line.strip() and json.loads(line)["split"] == "heldout"][:2]
+    keep = ("source", "engine", "version", "expected_category", "cause", "fix", "excerpt")
+    rows = _dev_rows("errors.jsonl", 3) + [{k: r[k] for k in keep} for r in held] + _dev_rows("benign.jsonl", 1)
+    sample = tmp_path / "rXX_errors.jsonl"
+    sample.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    held_text = {r["excerpt"].encode("utf-8", "surrogateescape") for r in held}
+    seen: list[bytes] = []
+    real_explain = validate_explain.Scanner.explain_bytes
+
+    def spy(self, data, *args, **kwargs):
+        seen.append(data)
+        return real_explain(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(validate_explain.Scanner, "explain_bytes", spy)
+    for flags in (["--dev-only"], ["--misses"], ["--dev-only", "--by-split"]):
+        seen.clear()
+        assert validate_explain.main(["--sample", str(sample), *flags]) == 0
+        out = capsys.readouterr().out
+        assert "sample: 3 error rows, 1 benign rows" in out and "dev split" in out, flags
+        leaked = sum(d in held_text for d in seen)  # (a count: a failure must not print the rows)
+        assert seen and leaked == 0, flags
+        assert "heldout" not in out and "held-out" not in out, flags
+    assert validate_explain.main(["--sample", str(sample), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["errors"]["heldout"]["rows"] == 2
+
+
 def test_sweeps_table_counts_every_sweep_message(capsys):
     """``--sweeps --json``: one entry per sweep file, its rows counted from the file, totals summed."""
     from fixtures.errors.sweep_files import load_sweep, sweep_files
