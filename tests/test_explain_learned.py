@@ -55,7 +55,7 @@ def test_the_model_never_reads_a_heldout_row():
 def test_the_packaged_fallback_carries_the_model():
     model = load_fallback()
     learned = model.learned_model()
-    assert learned is not None and learned is load_learned()
+    assert learned is not None and learned is load_learned(tuple(sorted(c.name for c in model.categories)))
     assert set(learned.categories) == {c.name for c in model.categories}
     assert len(learned.weights) > 1000
 
@@ -160,7 +160,7 @@ def test_the_packaged_model_is_read_only_when_a_verdict_needs_it(monkeypatch):
     from k3doctor.explain import fallback as fb
 
     calls = []
-    monkeypatch.setattr(fb, "load_learned", lambda: calls.append(1) or load_learned())
+    monkeypatch.setattr(fb, "load_learned", lambda cats=None: calls.append(1) or load_learned(cats))
     model = fb.load_fallback.__wrapped__()
     assert model.learned is None and model.learned_from_package
     scanner = Scanner(fallback=model)
@@ -176,8 +176,9 @@ def test_the_packaged_model_is_read_only_when_a_verdict_needs_it(monkeypatch):
 def test_a_packaged_model_for_other_categories_names_the_fix(monkeypatch):
     from k3doctor.explain import fallback as fb
 
-    monkeypatch.setattr(fb, "load_learned", lambda: _toy("memory", "x").__class__(
-        ("network", "memory"), (0.0, 0.0), {}))
+    other = '{"format": 1, "categories": ["network", "memory"], "bias": [0, 0], "weights": {}}'
+    monkeypatch.setattr(fb, "load_learned", lambda cats=None: parse_learned(
+        other, "kb/fallback-model.json", categories=cats))
     model = fb.load_fallback.__wrapped__()
     with pytest.raises(KBError, match="rebuild it"):
         model.classify([("<text>", 1, "RuntimeError: frob failed")], None)

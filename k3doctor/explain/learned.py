@@ -161,8 +161,8 @@ def parse_learned(text: str, where: str = f"kb/{MODEL_FILE}",
             or not all(isinstance(b, (int, float)) for b in bias) or not isinstance(weights, dict)):
         raise KBError(f"{where}: needs 'categories', 'bias' (one per category) and 'weights'")
     if categories is not None and set(cats) != set(categories):
-        raise KBError(f"{where}: its categories {sorted(cats)} are not the fallback's "
-                      f"{sorted(categories)}; rebuild it")
+        raise KBError(f"{where}: its categories {sorted(cats)} are not kb/fallback.toml's "
+                      f"{sorted(categories)}; rebuild it with tools/fallback_model.py --write-model")
     out: dict[str, tuple[float, ...]] = {}
     for tok, ws in weights.items():
         if (not isinstance(ws, list) or len(ws) != len(cats)
@@ -174,9 +174,10 @@ def parse_learned(text: str, where: str = f"kb/{MODEL_FILE}",
 
 
 @lru_cache(maxsize=1)
-def load_learned() -> LearnedModel | None:
-    """The packaged model (cached per process); None when the package ships none."""
+def load_learned(categories: tuple[str, ...] | None = None) -> LearnedModel | None:
+    """The packaged model (cached per process); None when the package ships none. With
+    ``categories`` (the fallback's), a model trained for others raises KBError naming the fix."""
     path = resources.files("k3doctor.explain") / "kb" / MODEL_FILE
     if not path.is_file():
         return None
-    return parse_learned(path.read_text(encoding="utf-8"))
+    return parse_learned(path.read_text(encoding="utf-8"), categories=categories)

@@ -12,6 +12,7 @@ import json
 from typing import Any, Callable, Iterable, Mapping
 
 from ..termsafe import json_safe, sanitize
+from .results import location
 from .scan import Match, Report
 
 __all__ = ["SCHEMA_VERSION", "report_json", "report_text", "report_rich", "code_markdown",
@@ -61,7 +62,7 @@ def _match_lines(i: int, m: Match) -> list[tuple[str, str]]:
         out.append(("", "   Evidence:"))
         for name, line, text in m.evidence:
             out.append(("dim", f"     {name}:{line}: {text[:200]}"))
-    more = [loc for loc in m.locations if loc not in {f"{n}:{l}" for n, l, _ in m.evidence}]
+    more = [loc for loc in m.locations if loc not in {location(n, l) for n, l, _ in m.evidence}]
     if more:
         out.append(("dim", f"   Also at: {', '.join(more)}{' ...' if m.count > len(m.locations) else ''}"))
     if len(m.files) > 1:

@@ -33,6 +33,11 @@ _TS = (
 )
 
 
+def location(name: str, line: int) -> str:
+    """A match's location as reports print it and :class:`Match` keeps it: ``source:line``."""
+    return f"{name}:{line}"
+
+
 def _ts_key(m: re.Match[bytes]) -> float:
     mon, day, hh, mm, ss = (int(x) for x in m.groups()[:5])
     frac = m.groups()[5] if len(m.groups()) > 5 and m.group(6) else b""
@@ -216,7 +221,7 @@ class _Aggregator:
         for k, v in values.items():
             m.values.setdefault(k, v)
         if len(m.locations) < MAX_LOCATIONS:
-            m.locations.append(f"{name}:{line}")
+            m.locations.append(location(name, line))
         if len(m.evidence) < 3 and name not in {e[0] for e in m.evidence}:
             m.evidence.append((name, line, text.strip()[:300]))
         m.files.add(name)
@@ -258,8 +263,8 @@ class _Aggregator:
                 # called after throwing", Python prints an exception raised in __del__ under
                 # "Exception ignored in:" (round 92, dev benign rows pytorch#2530 and #9127)
                 benign_at = {loc for m in self.by_id.values() if m.benign for loc in m.locations}
-                lines = [it for it in lines
-                         if f"{it[0]}:{it[1] - 1}" not in benign_at and f"{it[0]}:{it[1] + 1}" not in benign_at]
+                lines = [it for it in lines if location(it[0], it[1] - 1) not in benign_at
+                         and location(it[0], it[1] + 1) not in benign_at]
                 if not lines:
                     return None
                 last = last if last in lines else None
@@ -270,7 +275,7 @@ class _Aggregator:
         name, line = verdict.where
         m = Match(sig=sig, count=1, first_file=name, first_line=line, excerpt=verdict.line,
                   verdict=verdict)
-        m.locations.append(f"{name}:{line}")
+        m.locations.append(location(name, line))
         m.evidence.append((name, line, verdict.line[:300]))
         m.files.add(name)
         return m
