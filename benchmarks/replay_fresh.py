@@ -1,0 +1,165 @@
+"""Where fresh rows are lost: each collection round's dev rows, replayed against the KB that first
+scored them, split by what answered them.
+
+A round's pre-use record (``fixtures/errors/scores/rNN-first-score.json``) counts how many of its
+rows ``explain`` got right before any rule used them, but not *why* the others were missed. This
+script answers that for the **dev rows only**: for every round with a record, it extracts
+``k3doctor/`` as committed at the record's ``kb_commit`` (``git archive``, into a temporary
+directory; the working tree is not touched), explains each of the round's dev rows with that
+package in a subprocess, and sorts each answer into
+
+* a signature that named the right category, or the wrong one,
+* the fallback (no signature matched) with the right category, or the wrong one,
+* silence ("nothing recognised"),
+
+and does the same for the round's dev benign rows (an alarm is a non-benign match).
+
+    python benchmarks/replay_fresh.py                 # rounds 81 on (about a minute per commit)
+    python benchmarks/replay_fresh.py --from-round 60 --to-round 97
+    python benchmarks/replay_fresh.py --misses        # also list the dev rows that were missed
+
+Held-out rows (errors and benign) are dropped before anything is explained: their answers are
+never computed, so they cannot be printed. A round's rows are found by their excerpts in
+``fixtures/errors/collected/rNN_*.jsonl`` and their split read from the built corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+from io import BytesIO
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "fixtures" / "errors"
+
+#: run inside the subprocess, with the old package first on sys.path: reads rows from stdin,
+#: writes one ``[category, id, confidence, alarm ids]`` per row
+_WORKER = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from k3doctor.explain.scan import Scanner
+sc = Scanner()
+out = []
+for r in json.load(sys.stdin):
+    rep = sc.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
+    m = rep.matches[0] if rep.matches else None
+    out.append([m.sig.category if m else None, m.sig.id if m else None,
+                m.confidence if m else "", [x.sig.id for x in rep.matches if not x.benign]])
+json.dump(out, sys.stdout)
+"""
+
+
+def load(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def round_rows(n: int, corpus: dict[str, dict], benign: bool) -> list[dict]:
+    """Round ``n``'s dev rows (errors, or benign), as the built corpus holds them."""
+    out = []
+    for path in sorted((CORPUS / "collected").glob(f"r{n}_*.jsonl")):
+        if ("benign" in path.name) != benign:
+            continue
+        for r in load(path):
+            row = corpus.get(r.get("excerpt", ""))
+            if row is not None and row["split"] == "dev":
+                out.append(row)
+    return out
+
+
+def records(first: int, last: int) -> dict[int, str]:
+    """round -> kb_commit, from the pre-use records."""
+    out = {}
+    for path in (CORPUS / "scores").glob("r*-first-score.json"):
+        m = re.match(r"r(\d+)-first-score\.json$", path.name)
+        if m and first <= int(m.group(1)) <= last:
+            commit = json.loads(path.read_text(encoding="utf-8")).get("kb_commit")
+            if commit:
+                out[int(m.group(1))] = commit
+    return out
+
+
+def explain_at(commit: str, rows: list[dict]) -> list[list]:
+    """Each row explained by the package as committed at ``commit`` (rows: dev only)."""
+    blob = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit, "k3doctor"],
+                          capture_output=True, check=True).stdout
+    with tempfile.TemporaryDirectory(prefix="k3d-replay-") as tmp:
+        with tarfile.open(fileobj=BytesIO(blob)) as tar:
+            if hasattr(tarfile, "data_filter"):
+                tar.extractall(tmp, filter="data")
+            else:  # pragma: no cover - Python without extraction filters (our own git archive)
+                tar.extractall(tmp)
+        res = subprocess.run([sys.executable, "-c", _WORKER, tmp], input=json.dumps(rows),
+                             capture_output=True, text=True, check=True)
+    return json.loads(res.stdout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--from-round", type=int, default=81, metavar="N")
+    ap.add_argument("--to-round", type=int, default=10**6, metavar="N")
+    ap.add_argument("--misses", action="store_true", help="list the missed dev rows (id, want, got)")
+    args = ap.parse_args(argv)
+
+    errors = {r["excerpt"]: r for r in load(CORPUS / "errors.jsonl")}
+    benign = {r["excerpt"]: r for r in load(CORPUS / "benign.jsonl")}
+    by_commit: dict[str, list[int]] = collections.defaultdict(list)
+    for n, commit in sorted(records(args.from_round, args.to_round).items()):
+        by_commit[commit].append(n)
+    if not by_commit:
+        print("no pre-use records in that range", file=sys.stderr)
+        return 2
+    total: collections.Counter[str] = collections.Counter()
+    per_sig: collections.Counter[str] = collections.Counter()
+    misses = []
+    for commit, rounds in by_commit.items():
+        rows = [r for n in rounds for r in round_rows(n, errors, benign=False)]
+        bens = [r for n in rounds for r in round_rows(n, benign, benign=True)]
+        got = explain_at(commit, rows + bens)
+        c: collections.Counter[str] = collections.Counter()
+        for r, (cat, sid, conf, _) in zip(rows, got[:len(rows)]):
+            if cat is None:
+                kind = "silent"
+            else:
+                source = "fallback" if conf == "low" else "signature"
+                kind = f"{source} {'right' if cat == r['expected_category'] else 'wrong'}"
+                if kind == "signature wrong":
+                    per_sig[sid] += 1
+            c[kind] += 1
+            if cat != r["expected_category"]:
+                misses.append((r["id"], r["expected_category"], cat, sid, r["source"]))
+        c["rows"] = len(rows)
+        c["benign rows"] = len(bens)
+        c["benign alarms"] = sum(bool(a) for *_, a in got[len(rows):])
+        total.update(c)
+        print(f"{commit[:8]} rounds {','.join(map(str, rounds))}: " + ", ".join(
+            f"{k} {c[k]}" for k in ("rows", "signature right", "signature wrong", "fallback right",
+                                    "fallback wrong", "silent", "benign rows", "benign alarms")))
+    n = total["rows"] or 1
+    seen = sorted(n for ns in by_commit.values() for n in ns)
+    print(f"\ndev rows of rounds {seen[0]}-{seen[-1]}, each against its round's kb_commit: {total['rows']}")
+    for k in ("signature right", "signature wrong", "fallback right", "fallback wrong", "silent"):
+        print(f"  {k:16s} {total[k]:4d} ({100 * total[k] / n:.1f}%)")
+    sig = total["signature right"] + total["signature wrong"]
+    fb = total["fallback right"] + total["fallback wrong"]
+    if sig:
+        print(f"  a signature answered {sig} ({100 * sig / n:.1f}%), right {100 * total['signature right'] / sig:.1f}% of those")
+    if fb:
+        print(f"  the fallback answered {fb} ({100 * fb / n:.1f}%), right {100 * total['fallback right'] / fb:.1f}% of those")
+    print(f"  benign dev rows: {total['benign alarms']} alarms of {total['benign rows']}")
+    if per_sig:
+        print("  signatures that answered wrong: " + ", ".join(f"{k} {v}" for k, v in per_sig.most_common()))
+    if args.misses:
+        for m in misses:
+            print("  - {} want {}, got {} ({})  {}".format(*m))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
