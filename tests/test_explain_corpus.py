@@ -255,8 +255,15 @@ def test_top1_on_the_development_split(prefilter):
     0.931 holds.
     Round 98 (vLLM MoE start-up threads; branched from e6d129a): its 8 dev rows (5/8 before use)
     took it to 1852/1971 (93.96%) with the rebuilt model; its rules (engine-ready timeout while
-    weights load, unquoted weight-name KeyError, a missing submodule of torch/triton/the engines) kept
-    it at 1852/1971 (signatures alone 1661 -> 1666): 0.931 holds.
+    weights load, unquoted weight-name KeyError, a missing submodule of torch/triton/the engines)
+    kept it at 1852/1971 (signatures alone 1661 -> 1666): 0.931 holds. Round 105 (quantized/large
+    checkpoint loading in vLLM/SGLang; branched from e6d129a): its 13 dev rows (10/13 before use)
+    took it to 1854/1976 (93.83%) with the rebuilt model; its rules
+    (modelopt-quant-method-canonicalized, RoutedExperts/SharedExperts in
+    vllm-layer-attribute-missing, and sweep wordings in quant-partition-not-divisible,
+    experts-not-divisible-by-ep, no-model-weights-found, quant-config-mismatch,
+    engine-dependency-version-check, config-or-model-file-missing, safetensors-incomplete) brought
+    it to 1855/1976 (93.88%; signatures alone 1669): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -478,8 +485,10 @@ def test_fallback_alone_on_the_development_split():
     fallback term changed, model rebuilt): with its 10 dev rows 1685/1952 (86.32%, the learned model
     in-sample; 5-fold 1521/1952): 0.762 holds.
     Round 98 (vLLM MoE start-up threads; branched from e6d129a; no fallback term changed, model
-    rebuilt): with its 8 dev rows 1705/1971 (86.50%, the learned model in-sample; 5-fold
-    1533/1971): 0.762 holds.
+    rebuilt): with its 8 dev rows 1705/1971 (86.50%, the learned model in-sample; 5-fold 1533/1971):
+    0.762 holds. Round 105 (quantized/large checkpoint loading; branched from e6d129a; no fallback
+    term changed, model rebuilt): with its 13 dev rows 1706/1976 (86.34%, the learned model
+    in-sample; 5-fold 1534/1976): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -628,7 +637,9 @@ def test_top1_on_the_heldout_split(prefilter):
     a7f3e14) added 2 held-out rows (2/2 before use, 2/2 after): 904/1184 (76.35%) after its rules,
     measured once at the end: 0.736 holds.
     Round 98 (branched from e6d129a) added 8 held-out rows (3/8 before use, 3/8 after): 909/1198
-    (75.88%) after its rules, measured once at the end: 0.736 holds.
+    (75.88%) after its rules, measured once at the end: 0.736 holds. Round 105 (branched from
+    e6d129a) added 14 held-out rows (12/14 before use, 12/14 after): 918/1204 (76.25%) after its
+    rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
