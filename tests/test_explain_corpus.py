@@ -273,7 +273,10 @@ def test_top1_on_the_development_split(prefilter):
     6/8 at e840436) and its rules (kernel-source-api-skew, triton-libcuda-not-found,
     deepgemm-jit-headers-missing, the DeepGEMM/DeepEP libcuda.so.1 wording of triton-no-cuda-driver,
     a numbered-upgrade request in failure-tied-to-named-release) with the rebuilt model: 1861/1982
-    (93.89%; signatures alone 1666/1974 -> 1673/1982): 0.931 holds.
+    (93.89%; signatures alone 1666/1974 -> 1673/1982): 0.931 holds. Round 101 (NCCL transport / RDMA
+    / GPUDirect / IMEX; branched from e6d129a): its 12 dev rows (7/12 before use, 11/12 after) and
+    its signatures (cuda-fabric-handle-not-permitted, cuda-ipc-handle-open-failed) with the rebuilt
+    model: 1854/1975 (93.87%; signatures alone 1665): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -502,7 +505,9 @@ def test_fallback_alone_on_the_development_split():
     no fallback term changed, model rebuilt): with its 18 dev rows 1710/1981 (86.32%, the learned
     model in-sample; 5-fold 1538/1981): 0.762 holds. Round 104 (kernel-library failures; branched
     from e6d129a; no fallback term changed, model rebuilt): with its 19 dev rows 1709/1982 (86.23%,
-    the learned model in-sample; 5-fold 1539/1982): 0.762 holds.
+    the learned model in-sample; 5-fold 1539/1982): 0.762 holds. Round 101 (NCCL transport / RDMA /
+    GPUDirect; branched from e6d129a; no fallback term changed, model rebuilt): with its 12 dev rows
+    1703/1975 (86.23%, the learned model in-sample; 5-fold 1531/1975): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -657,7 +662,9 @@ def test_top1_on_the_heldout_split(prefilter):
     rows (7/7 before use, 7/7 after): 914/1197 (76.36%) after its rules, measured once at the end:
     0.736 holds. Round 104 (branched from e6d129a) added 21 held-out rows (15 of r104_, 13/15 before
     use; 6 of r104b_, 4/6 before use at e840436; 17/21 after): 922/1211 (76.14%) after its rules,
-    measured once at the end: 0.736 holds.
+    measured once at the end: 0.736 holds. Round 101 (branched from e6d129a) added 6 held-out rows
+    (4/6 before use, 4/6 after): 910/1196 (76.09%) after its rules, measured once at the end: 0.736
+    holds.
     MERGED-FIGURE"""
 
 
