@@ -253,6 +253,10 @@ def test_top1_on_the_development_split(prefilter):
     (nccl-net-not-found, the generic nccl-internal-error, ibv_modify_qp quoted by errno in
     rdma-connection-setup-failed) with the rebuilt model: 1834/1952 (93.95%; signatures alone 1650):
     0.931 holds.
+    Round 100 (SGLang multi-node / MoE threads; branched from e6d129a): its 17 dev rows (5/17
+    before use) took it to 1852/1980 (93.54%) with the rebuilt model; its rules (two-batch overlap,
+    health check during DeepGEMM JIT, PD layout wordings, IB-device validation) brought it to
+    1856/1980 (93.74%; signatures alone 1660 -> 1666): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -473,6 +477,9 @@ def test_fallback_alone_on_the_development_split():
     1518/1953): 0.762 holds. Round 96 (NCCL failures in engine threads; branched from a7f3e14; no
     fallback term changed, model rebuilt): with its 10 dev rows 1685/1952 (86.32%, the learned model
     in-sample; 5-fold 1521/1952): 0.762 holds.
+    Round 100 (SGLang multi-node / MoE threads; branched from e6d129a; no fallback term changed,
+    model rebuilt): with its 17 dev rows 1706/1980 (86.16%, the learned model in-sample; 5-fold
+    1530/1980): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -620,6 +627,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (76.18%) after its rules, measured once at the end: 0.736 holds. Round 96 (branched from
     a7f3e14) added 2 held-out rows (2/2 before use, 2/2 after): 904/1184 (76.35%) after its rules,
     measured once at the end: 0.736 holds.
+    Round 100 (branched from e6d129a) added 7 held-out rows (4/7 before use, 4/7 after): 911/1197
+    (76.11%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
