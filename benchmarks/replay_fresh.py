@@ -60,8 +60,9 @@ def load(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def round_rows(n: int, corpus: dict[str, dict], benign: bool) -> list[dict]:
-    """Round ``n``'s dev rows (errors, or benign), as the built corpus holds them."""
+def round_rows(n: int | str, corpus: dict[str, dict], benign: bool) -> list[dict]:
+    """Round ``n``'s dev rows (errors, or benign), as the built corpus holds them (``n``: the
+    round's label, a number with an optional letter for a later batch: ``104b``)."""
     out = []
     for path in sorted((CORPUS / "collected").glob(f"r{n}_*.jsonl")):
         if ("benign" in path.name) != benign:
@@ -73,16 +74,21 @@ def round_rows(n: int, corpus: dict[str, dict], benign: bool) -> list[dict]:
     return out
 
 
-def records(first: int, last: int) -> dict[int, str]:
-    """round -> kb_commit, from the pre-use records."""
+def records(first: int, last: int) -> dict[str, str]:
+    """round label -> kb_commit, from the pre-use records (``r104b-first-score.json``: a second
+    batch of round 104, scored against its own commit)."""
     out = {}
     for path in (CORPUS / "scores").glob("r*-first-score.json"):
-        m = re.match(r"r(\d+)-first-score\.json$", path.name)
-        if m and first <= int(m.group(1)) <= last:
+        m = re.match(r"r((\d+)[a-z]?)-first-score\.json$", path.name)
+        if m and first <= int(m.group(2)) <= last:
             commit = json.loads(path.read_text(encoding="utf-8")).get("kb_commit")
             if commit:
-                out[int(m.group(1))] = commit
+                out[m.group(1)] = commit
     return out
+
+
+def _order(label: str) -> tuple[int, str]:
+    return int(label.rstrip("abcdefghijklmnopqrstuvwxyz")), label
 
 
 def explain_at(commit: str, rows: list[dict]) -> list[list]:
@@ -109,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
 
     errors = {r["excerpt"]: r for r in load(CORPUS / "errors.jsonl")}
     benign = {r["excerpt"]: r for r in load(CORPUS / "benign.jsonl")}
-    by_commit: dict[str, list[int]] = collections.defaultdict(list)
-    for n, commit in sorted(records(args.from_round, args.to_round).items()):
+    by_commit: dict[str, list[str]] = collections.defaultdict(list)
+    for n, commit in sorted(records(args.from_round, args.to_round).items(), key=lambda kv: _order(kv[0])):
         by_commit[commit].append(n)
     if not by_commit:
         print("no pre-use records in that range", file=sys.stderr)
@@ -138,11 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         c["benign rows"] = len(bens)
         c["benign alarms"] = sum(bool(a) for *_, a in got[len(rows):])
         total.update(c)
-        print(f"{commit[:8]} rounds {','.join(map(str, rounds))}: " + ", ".join(
+        print(f"{commit[:8]} rounds {','.join(rounds)}: " + ", ".join(
             f"{k} {c[k]}" for k in ("rows", "signature right", "signature wrong", "fallback right",
                                     "fallback wrong", "silent", "benign rows", "benign alarms")))
     n = total["rows"] or 1
-    seen = sorted(n for ns in by_commit.values() for n in ns)
+    seen = sorted((n for ns in by_commit.values() for n in ns), key=_order)
     print(f"\ndev rows of rounds {seen[0]}-{seen[-1]}, each against its round's kb_commit: {total['rows']}")
     for k in ("signature right", "signature wrong", "fallback right", "fallback wrong", "silent"):
         print(f"  {k:16s} {total[k]:4d} ({100 * total[k] / n:.1f}%)")

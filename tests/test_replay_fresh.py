@@ -26,6 +26,7 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                                                         {"excerpt": "not in corpus"}])
     _write(tmp_path / "collected" / "r7_benign.jsonl", [{"excerpt": "dev notice"}, {"excerpt": "held notice"}])
     _write(tmp_path / "collected" / "r8_errors.jsonl", [{"excerpt": "other round"}])
+    _write(tmp_path / "collected" / "r7b_errors.jsonl", [{"excerpt": "second batch"}])
     monkeypatch.setattr(replay_fresh, "CORPUS", tmp_path)
     return tmp_path
 
@@ -33,20 +34,22 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_round_rows_keep_dev_rows_only(corpus: Path) -> None:
     errors = {"dev error": {"id": "a", "split": "dev", "excerpt": "dev error"},
               "held error": {"id": "b", "split": "heldout", "excerpt": "held error"},
-              "other round": {"id": "c", "split": "dev", "excerpt": "other round"}}
+              "other round": {"id": "c", "split": "dev", "excerpt": "other round"},
+              "second batch": {"id": "f", "split": "dev", "excerpt": "second batch"}}
     benign = {"dev notice": {"id": "d", "split": "dev", "excerpt": "dev notice"},
               "held notice": {"id": "e", "split": "heldout", "excerpt": "held notice"}}
     assert [r["id"] for r in replay_fresh.round_rows(7, errors, benign=False)] == ["a"]
     assert [r["id"] for r in replay_fresh.round_rows(7, benign, benign=True)] == ["d"]
     assert [r["id"] for r in replay_fresh.round_rows(8, errors, benign=False)] == ["c"]
+    assert [r["id"] for r in replay_fresh.round_rows("7b", errors, benign=False)] == ["f"]
 
 
 def test_records_read_the_kb_commit_in_range(corpus: Path) -> None:
     (corpus / "scores").mkdir()
-    for n, commit in ((5, "aaa"), (7, "bbb"), (9, None)):
+    for n, commit in (("5", "aaa"), ("7", "bbb"), ("7b", "ccc"), ("9", None)):
         (corpus / "scores" / f"r{n}-first-score.json").write_text(json.dumps({"kb_commit": commit}))
-    assert replay_fresh.records(6, 100) == {7: "bbb"}
-    assert replay_fresh.records(0, 100) == {5: "aaa", 7: "bbb"}
+    assert replay_fresh.records(6, 100) == {"7": "bbb", "7b": "ccc"}
+    assert replay_fresh.records(0, 6) == {"5": "aaa"}
 
 
 def test_explain_at_runs_the_committed_package() -> None:
