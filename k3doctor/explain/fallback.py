@@ -76,8 +76,10 @@ _EXPLICIT_ANYCASE = re.compile(r"[a-z](?:error|exception)\b|\b(?:fatal|assertion
                                # NCCL has two levels: INFO, and WARN for what went wrong
                                r"|NCCL WARN", re.IGNORECASE)
 #: a file path with two or more separators (``/a/b/c.py:12``, ``csrc/x/y.hpp``); one-slash tokens
-#: such as ``NET/IB`` or ``Driver/library`` stay
-_PATH = re.compile(r"[\w.~+-]{0,200}(?:/[\w.~+-]{1,200}){2,40}(?::\d{1,7})?")
+#: such as ``NET/IB`` or ``Driver/library`` stay. A path starts where a run of path characters
+#: starts (the look-behind): without it every position inside a long run (a pasted line of 16k
+#: digits) retried the 200-character head, 0.13 s per such line instead of 0.2 ms
+_PATH = re.compile(r"(?<![\w.~+-])[\w.~+-]{0,200}(?:/[\w.~+-]{1,200}){2,40}(?::\d{1,7})?")
 #: a path that says where the error was raised: a source file, or a path with a line number. Other
 #: paths are what the error is about (``No such file or directory: '~/.triton/cache/...'``) and keep
 #: their words.
