@@ -281,6 +281,10 @@ def test_top1_on_the_development_split(prefilter):
     before use, 21/21 with the rebuilt model) took it to 1864/1984 (93.95%); its rules
     (library-submodule-missing, triton-ptxas-cuda-too-new, cccl-ctk-headers-incompatible and four
     widened version signatures) kept 1864/1984 (signatures alone 1677 -> 1685): 0.931 holds.
+    Round 107 (SGLang 2024-mid-2025 era threads; branched from d140207): its 11 dev rows (6/11
+    before use, 7/11 with the rebuilt model) took it to 1939/2065 (93.90%); its rules
+    (openai-request-exceeds-context widened, sglang-detokenizer-state-evicted new) took it to
+    1941/2065 (94.00%; signatures alone 1747 -> 1748): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -515,6 +519,9 @@ def test_fallback_alone_on_the_development_split():
     (version and installation mismatches in vLLM/SGLang threads; branched from e6d129a; no fallback
     term changed, model rebuilt): with its 21 dev rows 1707/1984 (86.04%, the learned model
     in-sample; 5-fold 1546/1984): 0.762 holds.
+    Round 107 (SGLang 2024-mid-2025 era threads; branched from d140207; no fallback term changed,
+    model rebuilt): with its 11 dev rows 1778/2065 (86.10%, the learned model in-sample; 5-fold
+    1596/2065): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -673,6 +680,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (4/6 before use, 4/6 after): 910/1196 (76.09%) after its rules, measured once at the end: 0.736
     holds. Round 99 (branched from e6d129a) added 11 held-out rows (10/11 before use, 10/11 after):
     917/1201 (76.35%) after its rules, measured once at the end: 0.736 holds.
+    Round 107 (branched from d140207) added 1 held-out row (1/1 before use, 1/1 after): 959/1258
+    (76.23%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
