@@ -281,6 +281,10 @@ def test_top1_on_the_development_split(prefilter):
     before use, 21/21 with the rebuilt model) took it to 1864/1984 (93.95%); its rules
     (library-submodule-missing, triton-ptxas-cuda-too-new, cccl-ctk-headers-incompatible and four
     widened version signatures) kept 1864/1984 (signatures alone 1677 -> 1685): 0.931 holds.
+    Round 108 (the engines' memory accounting: KV-cache sizing, memory profiling, pinned host
+    memory; branched from d140207): its 12 dev rows (9/12 before use, 10/12 after) took it to
+    1941/2066 with the rebuilt model; its rules (pinned-host-memory-alloc-failed, the cudaError form
+    of torch-memory-saver-oom) 1942/2066 (94.00%; signatures alone 1751 -> 1752): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -515,6 +519,8 @@ def test_fallback_alone_on_the_development_split():
     (version and installation mismatches in vLLM/SGLang threads; branched from e6d129a; no fallback
     term changed, model rebuilt): with its 21 dev rows 1707/1984 (86.04%, the learned model
     in-sample; 5-fold 1546/1984): 0.762 holds.
+    Round 108 (branched from d140207; no fallback term changed, model rebuilt): with its 12 dev rows
+    1780/2066 (86.16%, the learned model in-sample; 5-fold 1600/2066): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -673,6 +679,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (4/6 before use, 4/6 after): 910/1196 (76.09%) after its rules, measured once at the end: 0.736
     holds. Round 99 (branched from e6d129a) added 11 held-out rows (10/11 before use, 10/11 after):
     917/1201 (76.35%) after its rules, measured once at the end: 0.736 holds.
+    Round 108 (branched from d140207) added 10 held-out rows (8/10 before use, 8/10 after):
+    968/1267 (76.40%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
