@@ -291,7 +291,11 @@ def test_top1_on_the_development_split(prefilter):
     -> 1666): 0.931 holds. Round 107 (SGLang 2024-mid-2025 era threads; branched from d140207): its
     11 dev rows (6/11 before use, 7/11 with the rebuilt model) took it to 1939/2065 (93.90%); its
     rules (openai-request-exceeds-context widened, sglang-detokenizer-state-evicted new) took it to
-    1941/2065 (94.00%; signatures alone 1747 -> 1748): 0.931 holds.
+    1941/2065 (94.00%; signatures alone 1747 -> 1748): 0.931 holds. Round 108 (the engines' memory
+    accounting: KV-cache sizing, memory profiling, pinned host memory; branched from d140207): its
+    12 dev rows (9/12 before use, 10/12 after) took it to 1941/2066 with the rebuilt model; its
+    rules (pinned-host-memory-alloc-failed, the cudaError form of torch-memory-saver-oom) 1942/2066
+    (94.00%; signatures alone 1751 -> 1752): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -532,7 +536,9 @@ def test_fallback_alone_on_the_development_split():
     rebuilt): with its 17 dev rows 1706/1980 (86.16%, the learned model in-sample; 5-fold
     1530/1980): 0.762 holds. Round 107 (SGLang 2024-mid-2025 era threads; branched from d140207; no
     fallback term changed, model rebuilt): with its 11 dev rows 1778/2065 (86.10%, the learned model
-    in-sample; 5-fold 1596/2065): 0.762 holds.
+    in-sample; 5-fold 1596/2065): 0.762 holds. Round 108 (branched from d140207; no fallback term
+    changed, model rebuilt): with its 12 dev rows 1780/2066 (86.16%, the learned model in-sample;
+    5-fold 1600/2066): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -696,7 +702,8 @@ def test_top1_on_the_heldout_split(prefilter):
     from e6d129a) added 7 held-out rows (4/7 before use, 4/7 after): 911/1197 (76.11%) after its
     rules, measured once at the end: 0.736 holds. Round 107 (branched from d140207) added 1 held-out
     row (1/1 before use, 1/1 after): 959/1258 (76.23%) after its rules, measured once at the end:
-    0.736 holds.
+    0.736 holds. Round 108 (branched from d140207) added 10 held-out rows (8/10 before use, 8/10
+    after): 968/1267 (76.40%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
