@@ -298,7 +298,11 @@ def test_top1_on_the_development_split(prefilter):
     (94.00%; signatures alone 1751 -> 1752): 0.931 holds. Round 109 (fix-PR threads of vLLM/SGLang;
     branched from d140207): its 3 dev rows (1/3 before use, 3/3 with the rebuilt model) took it to
     1936/2057 (94.12%); its rules (gguf-architecture- unsupported, HIP "invalid kernel file" in
-    no-kernel-image) kept 1936/2057 (signatures alone 1742 -> 1747): 0.931 holds.
+    no-kernel-image) kept 1936/2057 (signatures alone 1742 -> 1747): 0.931 holds. Round 106 (vLLM
+    0.1-0.6 era multi-GPU/Ray, quantized loading, model support; branched from d140207): its 16 dev
+    rows (13/16 before use, 14/16 after: one row relabelled jit-cache) and the widened
+    engine-startup-failed with the rebuilt model: 1946/2070 (94.01%; signatures alone 1754 -> 1755):
+    0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -543,7 +547,9 @@ def test_fallback_alone_on_the_development_split():
     changed, model rebuilt): with its 12 dev rows 1780/2066 (86.16%, the learned model in-sample;
     5-fold 1600/2066): 0.762 holds. Round 109 (fix-PR threads of vLLM/SGLang; branched from d140207;
     no fallback term changed, model rebuilt): with its 3 dev rows 1776/2057 (86.34%, the learned
-    model in-sample; 5-fold 1593/2057): 0.762 holds.
+    model in-sample; 5-fold 1593/2057): 0.762 holds. Round 106 (vLLM 0.1-0.6 era threads; branched
+    from d140207; no fallback term changed, model rebuilt): with its 16 dev rows 1787/2070 (86.33%,
+    the learned model in-sample; 5-fold 1609/2070): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -710,7 +716,9 @@ def test_top1_on_the_heldout_split(prefilter):
     0.736 holds. Round 108 (branched from d140207) added 10 held-out rows (8/10 before use, 8/10
     after): 968/1267 (76.40%) after its rules, measured once at the end: 0.736 holds. Round 109
     (branched from d140207) added 5 held-out rows (2/5 before use): 961/1262 (76.15%) after its
-    rules, measured once at the end: 0.736 holds.
+    rules, measured once at the end: 0.736 holds. Round 106 (branched from d140207) added 8 held-out
+    rows (8/8 before use, 8/8 after): 966/1265 (76.36%) after its rules, measured once at the end:
+    0.736 holds.
     MERGED-FIGURE"""
 
 
