@@ -281,6 +281,11 @@ def test_top1_on_the_development_split(prefilter):
     before use, 21/21 with the rebuilt model) took it to 1864/1984 (93.95%); its rules
     (library-submodule-missing, triton-ptxas-cuda-too-new, cccl-ctk-headers-incompatible and four
     widened version signatures) kept 1864/1984 (signatures alone 1677 -> 1685): 0.931 holds.
+    Round 110 (GPU compute-capability gates on old and newest GPUs; branched from d140207): its 14
+    dev rows (10/14 before use, 13/14 with the rebuilt model) took it to 1945/2068 (94.05%); its
+    rules (cutlass-attention-kernel-built-for-other-arch, the FA2 large-head backward gate in
+    flash-attn-arch, seven sweep wordings in backend-arch-gate) kept 1945/2068 (signatures alone
+    1752 -> 1754): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -515,6 +520,9 @@ def test_fallback_alone_on_the_development_split():
     (version and installation mismatches in vLLM/SGLang threads; branched from e6d129a; no fallback
     term changed, model rebuilt): with its 21 dev rows 1707/1984 (86.04%, the learned model
     in-sample; 5-fold 1546/1984): 0.762 holds.
+    Round 110 (GPU compute-capability gates; branched from d140207; no fallback term changed, model
+    rebuilt): with its 14 dev rows 1782/2068 (86.17%, the learned model in-sample; 5-fold
+    1600/2068): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -673,6 +681,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (4/6 before use, 4/6 after): 910/1196 (76.09%) after its rules, measured once at the end: 0.736
     holds. Round 99 (branched from e6d129a) added 11 held-out rows (10/11 before use, 10/11 after):
     917/1201 (76.35%) after its rules, measured once at the end: 0.736 holds.
+    Round 110 (branched from d140207) added 10 held-out rows (7/10 before use, 7/10 after):
+    967/1267 (76.32%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
