@@ -302,7 +302,11 @@ def test_top1_on_the_development_split(prefilter):
     0.1-0.6 era multi-GPU/Ray, quantized loading, model support; branched from d140207): its 16 dev
     rows (13/16 before use, 14/16 after: one row relabelled jit-cache) and the widened
     engine-startup-failed with the rebuilt model: 1946/2070 (94.01%; signatures alone 1754 -> 1755):
-    0.931 holds.
+    0.931 holds. Round 110 (GPU compute-capability gates on old and newest GPUs; branched from
+    d140207): its 14 dev rows (10/14 before use, 13/14 with the rebuilt model) took it to 1945/2068
+    (94.05%); its rules (cutlass-attention-kernel-built-for-other-arch, the FA2 large-head backward
+    gate in flash-attn-arch, seven sweep wordings in backend-arch-gate) kept 1945/2068 (signatures
+    alone 1752 -> 1754): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -549,7 +553,9 @@ def test_fallback_alone_on_the_development_split():
     no fallback term changed, model rebuilt): with its 3 dev rows 1776/2057 (86.34%, the learned
     model in-sample; 5-fold 1593/2057): 0.762 holds. Round 106 (vLLM 0.1-0.6 era threads; branched
     from d140207; no fallback term changed, model rebuilt): with its 16 dev rows 1787/2070 (86.33%,
-    the learned model in-sample; 5-fold 1609/2070): 0.762 holds.
+    the learned model in-sample; 5-fold 1609/2070): 0.762 holds. Round 110 (GPU compute-capability
+    gates; branched from d140207; no fallback term changed, model rebuilt): with its 14 dev rows
+    1782/2068 (86.17%, the learned model in-sample; 5-fold 1600/2068): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -718,7 +724,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (branched from d140207) added 5 held-out rows (2/5 before use): 961/1262 (76.15%) after its
     rules, measured once at the end: 0.736 holds. Round 106 (branched from d140207) added 8 held-out
     rows (8/8 before use, 8/8 after): 966/1265 (76.36%) after its rules, measured once at the end:
-    0.736 holds.
+    0.736 holds. Round 110 (branched from d140207) added 10 held-out rows (7/10 before use, 7/10
+    after): 967/1267 (76.32%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
