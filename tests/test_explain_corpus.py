@@ -281,6 +281,11 @@ def test_top1_on_the_development_split(prefilter):
     before use, 21/21 with the rebuilt model) took it to 1864/1984 (93.95%); its rules
     (library-submodule-missing, triton-ptxas-cuda-too-new, cccl-ctk-headers-incompatible and four
     widened version signatures) kept 1864/1984 (signatures alone 1677 -> 1685): 0.931 holds.
+    Round 111 (multi-node MoE deployment plumbing: Mooncake, NIXL/UCX, Gloo, LMCache, JIT caches on
+    NFS; branched from d140207): its 16 dev rows (13/16 before use) took it to 1945/2070 (93.96%) with
+    the rebuilt model; its widenings (gloo-connectfullmesh, deepgemm-jit-cache-race,
+    mooncake-segment-unreachable, mooncake-store-master-rpc-failed) brought it to 1947/2070 (94.06%;
+    signatures alone 1751 -> 1758): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -515,6 +520,9 @@ def test_fallback_alone_on_the_development_split():
     (version and installation mismatches in vLLM/SGLang threads; branched from e6d129a; no fallback
     term changed, model rebuilt): with its 21 dev rows 1707/1984 (86.04%, the learned model
     in-sample; 5-fold 1546/1984): 0.762 holds.
+    Round 111 (multi-node MoE deployment plumbing; branched from d140207; no fallback term changed,
+    model rebuilt): with its 16 dev rows 1774/2070 (85.70%, the learned model in-sample; 5-fold
+    1603/2070): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -673,6 +681,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (4/6 before use, 4/6 after): 910/1196 (76.09%) after its rules, measured once at the end: 0.736
     holds. Round 99 (branched from e6d129a) added 11 held-out rows (10/11 before use, 10/11 after):
     917/1201 (76.35%) after its rules, measured once at the end: 0.736 holds.
+    Round 111 (branched from d140207) added 6 held-out rows (6/6 before use, 6/6 after): 964/1263
+    (76.33%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
