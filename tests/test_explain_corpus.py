@@ -307,6 +307,11 @@ def test_top1_on_the_development_split(prefilter):
     (94.05%); its rules (cutlass-attention-kernel-built-for-other-arch, the FA2 large-head backward
     gate in flash-attn-arch, seven sweep wordings in backend-arch-gate) kept 1945/2068 (signatures
     alone 1752 -> 1754): 0.931 holds.
+    Round 115 (Ray GPU workloads other than Serve; branched from 00bf03f): its 11 dev rows (7/11 before use,
+    8/11 with the rebuilt model) took it to 2010/2150; its rules (the plasma "object does not fit" status in
+    ray-oom-killer, Ray Data map_batches argument checks in ray-library-call-rejected, CUDA no-device
+    reports inside a Ray actor in ray-worker-without-gpu) 2013/2150 (93.63%; signatures alone 1808 ->
+    1811): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -556,6 +561,8 @@ def test_fallback_alone_on_the_development_split():
     the learned model in-sample; 5-fold 1609/2070): 0.762 holds. Round 110 (GPU compute-capability
     gates; branched from d140207; no fallback term changed, model rebuilt): with its 14 dev rows
     1782/2068 (86.17%, the learned model in-sample; 5-fold 1600/2068): 0.762 holds.
+    Round 115 (Ray GPU workloads; branched from 00bf03f; no fallback term changed, model rebuilt): with
+    its 11 dev rows 1843/2150 (85.72%, the learned model in-sample; 5-fold 1638/2150): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -726,6 +733,8 @@ def test_top1_on_the_heldout_split(prefilter):
     rows (8/8 before use, 8/8 after): 966/1265 (76.36%) after its rules, measured once at the end:
     0.736 holds. Round 110 (branched from d140207) added 10 held-out rows (7/10 before use, 7/10
     after): 967/1267 (76.32%) after its rules, measured once at the end: 0.736 holds.
+    Round 115 (branched from 00bf03f) added 8 held-out rows (5/8 before use): 1009/1320 (76.44%) after
+    its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
