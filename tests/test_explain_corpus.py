@@ -315,7 +315,12 @@ def test_top1_on_the_development_split(prefilter):
     11 dev rows (7/11 before use, 8/11 with the rebuilt model) took it to 2010/2150; its rules (the
     plasma "object does not fit" status in ray-oom-killer, Ray Data map_batches argument checks in
     ray-library-call-rejected, CUDA no-device reports inside a Ray actor in ray-worker-without-gpu)
-    2013/2150 (93.63%; signatures alone 1808 -> 1811): 0.931 holds.
+    2013/2150 (93.63%; signatures alone 1808 -> 1811): 0.931 holds. Round 112 (vLLM V1 engine
+    features at request time: spec decode, structured outputs, tool parsers, LoRA, multimodal, KV
+    connectors; branched from 00bf03f): its 14 dev rows (11/14 before use, 14/14 with the rebuilt
+    model) took it to 2015/2153 (93.59%); its rules (structured-output-fsm-rejected-tokens,
+    multimodal-items-over-per-prompt-limit, three widenings) kept 2015/2153 (signatures alone 1805
+    -> 1810): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -569,7 +574,9 @@ def test_fallback_alone_on_the_development_split():
     rebuilt): with its 16 dev rows 1774/2070 (85.70%, the learned model in-sample; 5-fold
     1603/2070): 0.762 holds. Round 115 (Ray GPU workloads; branched from 00bf03f; no fallback term
     changed, model rebuilt): with its 11 dev rows 1843/2150 (85.72%, the learned model in-sample;
-    5-fold 1638/2150): 0.762 holds.
+    5-fold 1638/2150): 0.762 holds. Round 112 (vLLM V1 request-time features; branched from 00bf03f;
+    no fallback term changed, model rebuilt): with its 14 dev rows 1847/2153 (85.79%, the learned
+    model in-sample; 5-fold 1646/2153): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -743,7 +750,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (branched from d140207) added 6 held-out rows (6/6 before use, 6/6 after): 964/1263 (76.33%)
     after its rules, measured once at the end: 0.736 holds. Round 115 (branched from 00bf03f) added
     8 held-out rows (5/8 before use): 1009/1320 (76.44%) after its rules, measured once at the end:
-    0.736 holds.
+    0.736 holds. Round 112 (branched from 00bf03f) added 17 held-out rows (14/17 before use, 14/17
+    after): 1015/1329 (76.37%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
