@@ -307,6 +307,9 @@ def test_top1_on_the_development_split(prefilter):
     (94.05%); its rules (cutlass-attention-kernel-built-for-other-arch, the FA2 large-head backward
     gate in flash-attn-arch, seven sweep wordings in backend-arch-gate) kept 1945/2068 (signatures
     alone 1752 -> 1754): 0.931 holds.
+    Round 113 (SGLang speculative decoding / HiCache / LoRA rows; branched from 00bf03f): its 6 dev
+    rows (5/6 before use) took it to 2007/2145 with the rebuilt model; its rule
+    (sglang-kv-cache-internal-assert) made 2008/2145 (93.61%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -556,6 +559,9 @@ def test_fallback_alone_on_the_development_split():
     the learned model in-sample; 5-fold 1609/2070): 0.762 holds. Round 110 (GPU compute-capability
     gates; branched from d140207; no fallback term changed, model rebuilt): with its 14 dev rows
     1782/2068 (86.17%, the learned model in-sample; 5-fold 1600/2068): 0.762 holds.
+    Round 113 (SGLang feature failures; branched from 00bf03f; no fallback term changed, model
+    rebuilt): with its 6 dev rows 1840/2145 (85.78%, the learned model in-sample; 5-fold
+    1640/2145): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -726,6 +732,8 @@ def test_top1_on_the_heldout_split(prefilter):
     rows (8/8 before use, 8/8 after): 966/1265 (76.36%) after its rules, measured once at the end:
     0.736 holds. Round 110 (branched from d140207) added 10 held-out rows (7/10 before use, 7/10
     after): 967/1267 (76.32%) after its rules, measured once at the end: 0.736 holds.
+    Round 113 (branched from 00bf03f) added 7 held-out rows (3/7 before use, 3/7 after):
+    1006/1319 (76.27%) after its rule, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
