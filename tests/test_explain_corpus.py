@@ -306,7 +306,11 @@ def test_top1_on_the_development_split(prefilter):
     d140207): its 14 dev rows (10/14 before use, 13/14 with the rebuilt model) took it to 1945/2068
     (94.05%); its rules (cutlass-attention-kernel-built-for-other-arch, the FA2 large-head backward
     gate in flash-attn-arch, seven sweep wordings in backend-arch-gate) kept 1945/2068 (signatures
-    alone 1752 -> 1754): 0.931 holds.
+    alone 1752 -> 1754): 0.931 holds. Round 114 (NCCL/torch.distributed failures from
+    training and RL frameworks; branched from 00bf03f): its 17 dev rows (13/17 before use, 16/17 after)
+    and its rules (torch-elastic-rank-sigabrt, weight-update-group-init-failed, duplicate-gpu widened,
+    nccl-config-channel-limits-invalid) with the rebuilt model: 2018/2156 (93.60%; signatures alone
+    1813 -> 1816): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -555,7 +559,9 @@ def test_fallback_alone_on_the_development_split():
     from d140207; no fallback term changed, model rebuilt): with its 16 dev rows 1787/2070 (86.33%,
     the learned model in-sample; 5-fold 1609/2070): 0.762 holds. Round 110 (GPU compute-capability
     gates; branched from d140207; no fallback term changed, model rebuilt): with its 14 dev rows
-    1782/2068 (86.17%, the learned model in-sample; 5-fold 1600/2068): 0.762 holds.
+    1782/2068 (86.17%, the learned model in-sample; 5-fold 1600/2068): 0.762 holds. Round 114 (NCCL/torch.distributed failures of
+    training/RL frameworks; branched from 00bf03f; no fallback term changed, model rebuilt): with its 17
+    dev rows 1847/2156 (85.67%, the learned model in-sample; 5-fold 1645/2156): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -725,7 +731,9 @@ def test_top1_on_the_heldout_split(prefilter):
     rules, measured once at the end: 0.736 holds. Round 106 (branched from d140207) added 8 held-out
     rows (8/8 before use, 8/8 after): 966/1265 (76.36%) after its rules, measured once at the end:
     0.736 holds. Round 110 (branched from d140207) added 10 held-out rows (7/10 before use, 7/10
-    after): 967/1267 (76.32%) after its rules, measured once at the end: 0.736 holds.
+    after): 967/1267 (76.32%) after its rules, measured once at the end: 0.736 holds. Round 114 (branched from 00bf03f) added 7 held-out
+    rows (5/7 before use, 5/7 after): 1008/1319 (76.42%) after its rules, measured once at the end: 0.736
+    holds.
     MERGED-FIGURE"""
 
 
