@@ -323,6 +323,9 @@ def test_top1_on_the_development_split(prefilter):
     -> 1810): 0.931 holds. Round 113 (SGLang speculative decoding / HiCache / LoRA rows; branched
     from 00bf03f): its 6 dev rows (5/6 before use) took it to 2007/2145 with the rebuilt model; its
     rule (sglang-kv-cache-internal-assert) made 2008/2145 (93.61%): 0.931 holds.
+    Round 116 (DeepEP/NVSHMEM/RDMA/UCX rows; branched from d4cf45d): its 9 dev rows (8/9 before
+    use) took it to 2056/2195 with the rebuilt model; its rules (ucx-no-usable-transport,
+    ep-kernels-not-installed, deepep-ipc-handle-unusable widened) made 2057/2195 (93.71%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -583,7 +586,9 @@ def test_fallback_alone_on_the_development_split():
     the learned model in-sample; 5-fold 1640/2145): 0.762 holds. Round 114 (NCCL/torch.distributed
     failures of training/RL frameworks; branched from 00bf03f; no fallback term changed, model
     rebuilt): with its 17 dev rows 1847/2156 (85.67%, the learned model in-sample; 5-fold
-    1645/2156): 0.762 holds.
+    1645/2156): 0.762 holds. Round 116 (DeepEP/NVSHMEM/RDMA/UCX rows; branched from d4cf45d; no
+    fallback term changed, model rebuilt): with its 9 dev rows 1876/2195 (85.47%, the learned model
+    in-sample; 5-fold 1674/2195): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -762,7 +767,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (branched from 00bf03f) added 7 held-out rows (3/7 before use, 3/7 after): 1006/1319 (76.27%)
     after its rule, measured once at the end: 0.736 holds. Round 114 (branched from 00bf03f) added 7
     held-out rows (5/7 before use, 5/7 after): 1008/1319 (76.42%) after its rules, measured once at
-    the end: 0.736 holds.
+    the end: 0.736 holds. Round 116 (branched from d4cf45d) added 4 held-out rows (3/4 before use,
+    3/4 after): 1034/1354 (76.37%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
