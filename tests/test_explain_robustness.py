@@ -98,12 +98,13 @@ def test_framed_dev_errors_keep_their_category(frame):
     (branched from d4cf45d, where this bound already failed: 82 of 2,048, 4.00%, measured on that
     commit): 81 of 2,057 (3.94%) after its rows and the rebuilt model, with no rule changed; none
     of its rows is among the losses (one older dev row, vllm#798, is won back): the lower-case bound
-    is 4.0%."""
+    is 4.0% on its branch. Merged on main with rounds 106-117 (whose rules won some of those rows
+    back): 80 of 2,082 (3.84%): the bound stays 3.9%."""
     f = FRAMES[frame]
     rows = _rows("errors.jsonl")
     right = [r for r in rows if _top1(r["excerpt"]) == r["expected_category"]]
     lost = [r["id"] for r in right if _top1(f(r["excerpt"])) != r["expected_category"]]
-    assert len(lost) <= (0.04 if frame == "lower" else 0.02) * len(right), (frame, lost)
+    assert len(lost) <= (0.039 if frame == "lower" else 0.02) * len(right), (frame, lost)
 
 
 #: rows answered right unwrapped that a wrap may lose (the worst is fold80: 20 of 805, 2.5%, where
