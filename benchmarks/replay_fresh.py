@@ -127,7 +127,14 @@ def main(argv: list[str] | None = None) -> int:
     for commit, rounds in by_commit.items():
         rows = [r for n in rounds for r in round_rows(n, errors, benign=False)]
         bens = [r for n in rounds for r in round_rows(n, benign, benign=True)]
-        got = explain_at(commit, rows + bens)
+        try:
+            got = explain_at(commit, rows + bens)
+        except subprocess.CalledProcessError as exc:
+            tail = (exc.stderr or b"")[-400:]
+            tail = tail.decode("utf-8", "replace") if isinstance(tail, bytes) else tail
+            print(f"rounds {','.join(rounds)}: cannot explain with the package at {commit[:12]} "
+                  f"({' '.join(map(str, exc.cmd[:3]))} failed): {tail.strip()}", file=sys.stderr)
+            return 3
         c: collections.Counter[str] = collections.Counter()
         for r, (cat, sid, conf, _) in zip(rows, got[:len(rows)]):
             if cat is None:
@@ -148,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{k} {c[k]}" for k in ("rows", "signature right", "signature wrong", "fallback right",
                                     "fallback wrong", "silent", "benign rows", "benign alarms")))
     n = total["rows"] or 1
-    seen = sorted((n for ns in by_commit.values() for n in ns), key=_order)
+    seen = sorted((label for labels in by_commit.values() for label in labels), key=_order)
     print(f"\ndev rows of rounds {seen[0]}-{seen[-1]}, each against its round's kb_commit: {total['rows']}")
     for k in ("signature right", "signature wrong", "fallback right", "fallback wrong", "silent"):
         print(f"  {k:16s} {total[k]:4d} ({100 * total[k] / n:.1f}%)")

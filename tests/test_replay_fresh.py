@@ -61,3 +61,14 @@ def test_explain_at_runs_the_committed_package() -> None:
         {"excerpt": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"},
         {"excerpt": "hello world"}])
     assert got[0][0] == "memory" and got[1][0] is None
+
+
+def test_a_commit_without_the_package_is_a_clear_error(corpus: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A kb_commit git cannot archive (unknown here) is named with the failing command, exit 3."""
+    (corpus / "scores").mkdir()
+    (corpus / "scores" / "r7-first-score.json").write_text(json.dumps({"kb_commit": "0" * 40}))
+    _write(corpus / "errors.jsonl", [{"id": "a", "split": "dev", "excerpt": "dev error"}])
+    _write(corpus / "benign.jsonl", [])
+    assert replay_fresh.main(["--from-round", "7", "--to-round", "7"]) == 3
+    err = capsys.readouterr().err
+    assert "0000000000" in err and "git" in err
