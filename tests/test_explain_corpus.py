@@ -326,6 +326,8 @@ def test_top1_on_the_development_split(prefilter):
     Round 116 (DeepEP/NVSHMEM/RDMA/UCX rows; branched from d4cf45d): its 9 dev rows (8/9 before
     use) took it to 2056/2195 with the rebuilt model; its rules (ucx-no-usable-transport,
     ep-kernels-not-installed, deepep-ipc-handle-unusable widened) made 2057/2195 (93.71%): 0.931 holds.
+    Merged on main after rounds 98-118 (seventh session, measured once): 2088/2229 (93.67%): 0.931
+    holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -593,6 +595,8 @@ def test_fallback_alone_on_the_development_split():
     model in-sample; 5-fold 1679/2196): 0.762 holds. Round 117 (NCCL rows; branched from d4cf45d; no
     fallback term changed, model rebuilt): with its 7 dev rows 1866/2193 (85.09%, the learned model
     in-sample; 5-fold 1675/2193): 0.762 holds.
+    Merged on main after rounds 98-118 (seventh session): 1903/2229 (85.38%, the learned model
+    in-sample; 5-fold 1696/2229): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -777,6 +781,8 @@ def test_top1_on_the_heldout_split(prefilter):
     with no rule changed, measured once at the end: 0.736 holds. Round 117 (branched from d4cf45d)
     added 5 held-out rows (1/5 before use, 1/5 after): 1031/1355 (76.09%) after its first two rules,
     measured once (not re-printed after the two sweep-gate fixes): 0.736 holds.
+    Merged on main after rounds 98-118 (seventh session, measured once): 1045/1374 (76.06%): 0.736
+    holds.
     MERGED-FIGURE"""
 
 
