@@ -201,3 +201,83 @@ def test_prefilter_finds_exactly_the_lines_holding_an_anchor() -> None:
     assert [i for _, _, i in spans] == [1, 3, 4, 5]
     assert all(buf[st:en] == lines[i] for st, en, i in spans)
     assert derive_anchors(["a", ""], []) is None
+
+
+# -- the hex-shape screen -----------------------------------------------------------------------
+
+def _unscreened(anchors: tuple[str, ...], tails: tuple) -> Prefilter:  # type: ignore[type-arg]
+    pf = Prefilter(anchors, tails)
+    pf._hex_words = []  # every new shape searched with every pass, as before the screen
+    return pf
+
+
+def _id_heavy_blocks(anchors: list[str], seed: int) -> list[bytes]:
+    """Blocks of a log whose request ids make a new shape per line, with anchors (and near misses
+    that only the hex fold makes look alike) put inside ids, in capitals and in colour."""
+    rnd = random.Random(seed)
+    steady = [f"[2026-11-30 10:00:{s:02d} TP{s % 8}] Decode batch. #running-req: {s}, #token: {s * 7}"
+              for s in range(60)]
+    blocks = []
+    for _ in range(3):
+        lines = []
+        for _ in range(6000):
+            x = rnd.random()
+            if x < 0.85:  # (new shapes stay under a quarter of the lines: the de-duplicating path)
+                lines.append(rnd.choice(steady))
+                continue
+            rid = f"{rnd.getrandbits(64):016x}"
+            line = f"INFO 11-30 10:00:00 [logger.py:43] Received request chatcmpl-{rid}: params: n=1"
+            if x < 0.89:
+                a = rnd.choice(anchors)
+                a = a.upper() if rnd.random() < 0.3 else a
+                if rnd.random() < 0.3:  # a near miss: hex letters and digits swapped for others
+                    a = a.translate(str.maketrans("abcdef0123456789", "fedcba9876543210"))
+                a = f"\x1b[31m{a}\x1b[0m" if rnd.random() < 0.1 else a
+                cut = rnd.randrange(len(rid) + 1)
+                line = line.replace(rid, rid[:cut] + a + rid[cut:])
+            lines.append(line)
+        blocks.append(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+    return blocks
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_hex_shape_screen_finds_exactly_what_every_pass_finds(seed: int) -> None:
+    """The screen skips the full passes only for shapes that cannot hold a screened anchor; on
+    id-heavy blocks (the screen's case) its candidates equal those of every pass on every shape."""
+    pf = SCANNER.prefilter
+    assert pf.anchors is not None and pf._hex_words and pf._weak_words
+    anchors = [a for a in pf.anchors if "\n" not in a]
+    picked = random.Random(seed).sample(anchors, 400) + ["c1083", "exceeded", "fail", "Xid 79", "sm100"]
+    screened, plain = Prefilter(pf.anchors, pf.tails), _unscreened(pf.anchors, pf.tails)
+    for block in _id_heavy_blocks(picked, seed):
+        got = screened.candidates(block)
+        assert got == plain.candidates(block)
+        assert len(got[0]) > 100
+    assert screened._clean_hex.young and plain._known.young  # both took the de-duplicating path
+
+
+def test_an_anchor_the_screen_cannot_take_is_still_found() -> None:
+    """``c1083`` and ``exceed`` fold to hex shapes every id holds (``00000``, ``0x0000``): they are
+    searched exactly, beside the screen, and found inside ids."""
+    pf = Prefilter(["c1083", "exceed", "out of memory"])
+    assert pf._weak_digit_words == [b"c0000"] and b"exceed" in pf._weak_words
+    rows = [f"req {i:04x}{'deadbeef' * 2} ok" for i in range(4000)]
+    rows[100] = "req 00c1083aa ok"
+    rows[2000] = "req EXCEEDaa ok"
+    rows[3000] = "req 00c1084aa ok"  # its folded form holds c0000, but not the anchor
+    buf = ("\n".join(rows + ["fine"] * 12000) + "\n").encode()
+    spans, _n = pf.candidates(buf)
+    assert [i for _s, _e, i in spans] == [100, 2000]
+
+
+def test_recent_add_keys_keeps_what_add_keeps() -> None:
+    from k3doctor.explain.prefilter import _Recent
+
+    keys = [b"k%05d" % i + b"x" * (i % 7) for i in range(1000)]
+    for cap, cap_bytes in ((300, 4000), (300, 1000)):  # the count cap first, then the byte cap
+        a, b = _Recent(cap, cap_bytes), _Recent(cap, cap_bytes)
+        for part in (keys[:10], keys[10:700], keys[700:]):
+            a.add((k, ()) for k in part)
+            b.add_keys(part)
+            assert (a.young, a.old, a.young_bytes) == (b.young, b.old, b.young_bytes)
+        assert keys[-1] in b and keys[0] not in b

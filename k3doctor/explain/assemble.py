@@ -153,12 +153,16 @@ def _lead(line: bytes) -> int:
     return m.end() if m else 0
 
 
-def _width(line: "_Lines", lens: list[int], near: list[int]) -> int:
+def _width(line: "_Lines", lens: list[int], near: list[int], top: int) -> int:
     """The wrap width of the block: how far its lines reach (:func:`_extent`). Only the lines whose
     length can reach the answer are looked at (``near``: the indices of the lines within SLACK of
-    the longest, first), each distinct text once (a log repeats its lines)."""
-    floor = max(lens)
-    width = max(map(_extent, {line(i) for i in near if lens[i] == floor}))
+    the longest, first; ``top``: the longest length), each distinct text once (a log repeats its
+    lines); none but the first when it reaches its full length (no line can reach further)."""
+    floor = top
+    first = next(i for i in near if lens[i] == floor)
+    width = _extent(line(first))
+    if width < floor:  # (an unframed longest line reaches its length, and no line further)
+        width = max(map(_extent, {line(i) for i in near if lens[i] == floor}))
     while width < floor and floor > MIN_WIDTH:
         floor = max(width, MIN_WIDTH)
         width = max(width, max(map(_extent, {line(i) for i in compress(count(), map(floor.__le__, lens))})))
@@ -208,7 +212,7 @@ def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | 
     if top < MIN_WIDTH:
         return {}, 0
     near = list(compress(count(), map((top - SLACK).__le__, lens)))
-    width = _width(line, lens, near)
+    width = _width(line, lens, near, top)
     if width < MIN_WIDTH:
         return {}, width
     low = width // 4

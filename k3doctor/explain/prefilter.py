@@ -33,6 +33,11 @@ microseconds per byte, and one ``bytes.find`` per anchor is ~1000 passes. What m
   hex id carries one line in ten), so those anchors have passes of their own, and a line whose
   shape holds only such a folded anchor is a candidate only when its own text (digits kept)
   holds the anchor: exact, at a few ``in`` tests per such line.
+* Request, tensor and object ids make a new shape per line (``chatcmpl-3fa9…`` folds to
+  ``chatcmpl-0fa0…``). The new shapes are screened by their *hex shape* (the letters ``a``-``f``
+  folded to ``0`` as well), of which a log has few, each searched once for the anchors' hex
+  shapes: a shape whose hex shape holds none needs only the passes of the few anchors whose hex
+  shape is too weak to screen by (``c1083``, ``exceed``) and of the tails (:meth:`Prefilter._todo_hits`).
 * A line holding KELVIN SIGN or I WITH DOT ABOVE is always a candidate: ``str.lower`` turns
   them into ASCII letters in stage 2, which the byte fold cannot see (:data:`LOWER_TO_ASCII`).
 
@@ -44,7 +49,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain, compress, count
+from itertools import chain, compress, count, repeat
 from typing import Any
 
 from .tail_anchor import DIFFERENT, WEAK, Tail, alternatives, tail_of
@@ -68,6 +73,12 @@ CLEAN_CACHE = 16384      # line shapes remembered across blocks (per generation,
 CLEAN_LINE = 1024        # longer shapes are not remembered (bounded memory)
 CACHE_BYTES = 2 << 20    # ... nor more than this many bytes of them per generation
 SAMPLE = 256 << 10       # bytes of the first block whose byte frequencies choose the pivots
+#: folded text to its *hex shape*: the hex letters ``a``-``f`` to ``0`` as well (digits already are)
+_HEX = bytes.maketrans(b"abcdef", b"000000")
+#: an anchor whose hex shape keeps fewer bytes than this besides ``0`` is searched exactly only
+#: (``c1083`` and ``exceed`` become ``00000`` and ``0x0000``, which every hex id holds)
+HEX_FIXED = 3
+SCREEN_MIN = 256         # fewer new shapes in a block are searched without the hex-shape screen
 
 
 def fold(data: bytes) -> bytes:
@@ -326,6 +337,24 @@ class _Recent:
             self.young[k] = v
             self.young_bytes += len(k)
 
+    def add_keys(self, keys: Sequence[bytes]) -> None:
+        """:meth:`add` with the value ``()`` for each key, a generation's room at a time in C (a
+        block of request-id lines brings thousands of new shapes)."""
+        at = 0
+        while at < len(keys):
+            if len(self.young) >= self.cap or self.young_bytes >= self.cap_bytes:
+                self.old, self.young, self.young_bytes = self.young, {}, 0
+            part = keys[at: at + self.cap - len(self.young)]
+            room = self.cap_bytes - self.young_bytes
+            if sum(map(len, part)) > room:  # (rare: long shapes) one at a time up to the byte cap
+                part = part[:1]
+            self.young.update(zip(part, repeat(())))
+            self.young_bytes += sum(map(len, part))
+            at += len(part)
+
+    def __contains__(self, key: bytes) -> bool:
+        return key in self.young or key in self.old
+
     # (``set.difference(dict)`` walks the set and looks each shape up in the dict: the cost is the
     # block's shapes, not the cache; ``set -= keys`` or ``set & keys`` would walk the cache)
     def missing(self, shapes: set[bytes]) -> set[bytes]:
@@ -378,12 +407,29 @@ class Prefilter:
             by_fold[fold(d)].append(d)
         self._confirm_by_fold = {f: tuple(ds) for f, ds in by_fold.items()}
         self._confirm_folds = tuple(sorted(by_fold))
+        #: the folded forms with their hex shapes, and the digit anchors found by hex shape
+        self._confirm_hex = tuple((f, f.translate(_HEX)) for f in self._confirm_folds)
+        self._digit_by_hex: dict[bytes, tuple[bytes, ...]] = {}
         #: shapes known to carry an anchor: () for a plain anchor, else the digit anchors whose
         #: folded form they hold (each line of the shape is then checked for one of them)
         self._known = _Recent(CLEAN_CACHE)
         #: the passes for text and for binary blocks, built from the first block of each kind
         self._passes: dict[bool, tuple[list[re.Pattern[bytes]], list[re.Pattern[bytes]]]] = {}
         self._clean = _Recent(CLEAN_CACHE)  # shapes known to carry no anchor
+        # the hex-shape screen (see :meth:`_todo_hits`): the anchors whose hex shape keeps at least
+        # HEX_FIXED other bytes are screened by it; the others (and the tails) are searched exactly
+        def fixed(w: bytes) -> int:
+            h = w.translate(_HEX)
+            return len(h) - h.count(b"0")
+
+        self._weak_words = [w for w in self._words if fixed(w) < HEX_FIXED]
+        self._weak_digit_words = [w for w in self._digit_words if fixed(w) < HEX_FIXED]
+        self._hex_words = sorted({w.translate(_HEX) for w in self._words + self._digit_words
+                                  if fixed(w) >= HEX_FIXED})
+        self._weak_passes: tuple[list[re.Pattern[bytes]], list[re.Pattern[bytes]]] | None = None
+        self._hex_passes: list[re.Pattern[bytes]] | None = None
+        self._clean_hex = _Recent(CLEAN_CACHE)  # hex shapes known to hold no screened anchor
+        self._maybe_hex = _Recent(CLEAN_CACHE)  # hex shapes that may hold one
 
     @staticmethod
     def _compile(groups: dict[int, list[tuple[bytes, bytes]]]) -> list[re.Pattern[bytes]]:
@@ -399,6 +445,59 @@ class Prefilter:
             got = self._passes[binary] = (self._compile(_pivoted(self._words, freq, keep)) + self._tail_passes,
                                           self._compile(_pivoted(self._digit_words, freq, keep)))
         return got
+
+    def _screen_passes(self, sample: bytes) -> tuple[list[re.Pattern[bytes]], list[re.Pattern[bytes]],
+                                                      list[re.Pattern[bytes]]]:
+        """The passes of the hex-shape screen, pivoted for ``sample`` (folded): the exact passes for
+        the weak plain anchors and the tails, for the weak digit anchors, and the passes for the
+        screened anchors' hex shapes (run on hex-shaped text)."""
+        if self._weak_passes is None or self._hex_passes is None:
+            freq = byte_frequencies(sample[:SAMPLE])
+            self._weak_passes = (self._compile(_pivoted(self._weak_words, freq)) + self._tail_passes,
+                                 self._compile(_pivoted(self._weak_digit_words, freq)))
+            hex_freq = byte_frequencies(sample[:SAMPLE].translate(_HEX))
+            self._hex_passes = self._compile(_pivoted(self._hex_words, hex_freq))
+        return self._weak_passes[0], self._weak_passes[1], self._hex_passes
+
+    def _todo_hits(self, todo: list[bytes], block: bytes) -> tuple[set[int], set[int]]:
+        """:meth:`_hits` of the new shapes ``todo`` (joined by newlines), screened by hex shape.
+
+        A log's request and tensor ids make thousands of new shapes per block (``chatcmpl-3fa9…``
+        folds to ``chatcmpl-0fa0…``, a new shape each time), and searching them all with every
+        pass was a third of stage 1. Their *hex shapes* (the hex letters folded to ``0`` as well)
+        are few: an anchor occurs in a shape only if its hex shape occurs in the shape's hex shape,
+        so a shape whose hex shape holds none of the screened anchors' hex shapes (a cached
+        verdict, searched once per hex shape) needs only the exact passes of the weak anchors and
+        the tails; the others get every pass, as before. The result is exactly :meth:`_hits`."""
+        text = b"\n".join(todo)
+        if b"\x1b" in text:  # (once, as _hits does: escape sequences hold no newline)
+            text = ANSI_BYTES.sub(b"", text)
+        plain, digit = self._passes_for(False, block)
+        if not self._hex_words or len(todo) < SCREEN_MIN:  # (a paste: not worth compiling the screen)
+            hit = set(self._hit_lines(text, plain))
+            return hit, set(self._hit_lines(text, digit)) - hit if digit else set()
+        weak_plain, weak_digit, hex_passes = self._screen_passes(block)
+        hexed = text.translate(_HEX).split(b"\n")
+        shapes = set(hexed)
+        clean_hex, maybe_hex = self._clean_hex, self._maybe_hex
+        fresh = [h for h in shapes if h not in clean_hex and h not in maybe_hex]
+        maybe: set[bytes] = set()
+        if fresh:
+            maybe = {fresh[i] for i in self._hit_lines(b"\n".join(fresh), hex_passes)}
+            maybe_hex.add_keys([h for h in fresh if h in maybe and len(h) <= CLEAN_LINE])
+            clean_hex.add_keys([h for h in fresh if h not in maybe and len(h) <= CLEAN_LINE])
+        maybe.update(h for h in shapes if h in maybe_hex)
+        hit = set(self._hit_lines(text, weak_plain)) if weak_plain else set()
+        found = set(self._hit_lines(text, weak_digit)) if weak_digit else set()
+        screened = list(compress(count(), map(maybe.__contains__, hexed)))
+        if screened:
+            parts = text.split(b"\n")
+            sub = b"\n".join([parts[i] for i in screened])
+            hit_s = self._hit_lines(sub, plain)
+            hit.update(screened[j] for j in hit_s)
+            if digit:
+                found.update(screened[j] for j in self._hit_lines(sub, digit))
+        return hit, found - hit
 
     @property
     def every_line(self) -> bool:
@@ -440,14 +539,22 @@ class Prefilter:
         return any(map(line.translate(_CASE).__contains__, anchors))
 
     def _digit_anchors(self, shape: bytes) -> tuple[bytes, ...]:
-        """The digit anchors whose folded form is in ``shape`` (a line holds one of these only)."""
+        """Digit anchors that a line of ``shape`` may hold: every one whose folded form is in
+        ``shape`` (a line holds one of those only), and perhaps others, which change nothing (a
+        line that holds a digit anchor holds its folded form)."""
         if b"\x1b" in shape:
             shape = ANSI_BYTES.sub(b"", shape)
-        # (C-level ``filter`` over the distinct folded forms: a log of hex request ids sends a few
-        # hundred new shapes per block here, and a Python-level loop over every anchor cost ~15%
-        # of stage 1)
-        by_fold = self._confirm_by_fold
-        return tuple(chain.from_iterable(map(by_fold.__getitem__, filter(shape.__contains__, self._confirm_folds))))
+        # By the shape's hex shape (a log of request ids sends hundreds of new shapes per block
+        # here, but few hex shapes): the anchors whose hex shape it holds, found once per hex shape
+        h = shape.translate(_HEX)
+        got = self._digit_by_hex.get(h)
+        if got is None:
+            by_fold = self._confirm_by_fold
+            got = tuple(chain.from_iterable(by_fold[f] for f, fh in self._confirm_hex if fh in h))
+            if len(self._digit_by_hex) >= CLEAN_CACHE:
+                self._digit_by_hex.clear()
+            self._digit_by_hex[h] = got
+        return got
 
     def candidates(self, buf: bytes, folded: bytes | None = None, lines: list[bytes] | None = None,
                    ends: list[int] | None = None) -> tuple[list[tuple[int, int, int]], int]:
@@ -474,11 +581,11 @@ class Prefilter:
         todo = list(known.missing(new))
         found: dict[bytes, tuple[bytes, ...]] = {}  # shapes of this block found to hit now
         if todo:
-            hit_i, digit_i = self._hits(b"\n".join(todo), False, folded)
+            hit_i, digit_i = self._todo_hits(todo, folded)
             found = {todo[i]: () for i in hit_i}
             found.update((todo[i], self._digit_anchors(todo[i])) for i in digit_i)
             known.add((k, v) for k, v in found.items() if len(k) <= CLEAN_LINE)
-            self._clean.add((t, ()) for t in todo if t not in found and len(t) <= CLEAN_LINE)
+            self._clean.add_keys([t for t in todo if t not in found and len(t) <= CLEAN_LINE])
         hits = known.present(new)
         hits.update(found)
         if not hits:
