@@ -328,6 +328,10 @@ def test_top1_on_the_development_split(prefilter):
     ep-kernels-not-installed, deepep-ipc-handle-unusable widened) made 2057/2195 (93.71%): 0.931 holds.
     Merged on main after rounds 98-118 (seventh session, measured once): 2088/2229 (93.67%): 0.931
     holds.
+    Round 124 (Ray/KubeRay and vLLM/verl/OpenRLHF-on-Ray threads; branched from b45e2d0): its 10 dev
+    rows (8/10 before use, 9/10 after) with the rebuilt model and its rules
+    (ray-compiled-graph-channel-crash, click's wordings in cli-unrecognized-arguments): 2097/2239
+    (93.66%; signatures alone 1878): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -597,6 +601,9 @@ def test_fallback_alone_on_the_development_split():
     in-sample; 5-fold 1675/2193): 0.762 holds.
     Merged on main after rounds 98-118 (seventh session): 1903/2229 (85.38%, the learned model
     in-sample; 5-fold 1696/2229): 0.762 holds.
+    Round 124 (Ray/KubeRay and vLLM/verl/OpenRLHF-on-Ray threads; branched from b45e2d0; no fallback
+    term changed, model rebuilt): with its 10 dev rows 1910/2239 (85.31%, the learned model
+    in-sample; 5-fold 1702/2239): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -783,6 +790,8 @@ def test_top1_on_the_heldout_split(prefilter):
     measured once (not re-printed after the two sweep-gate fixes): 0.736 holds.
     Merged on main after rounds 98-118 (seventh session, measured once): 1045/1374 (76.06%): 0.736
     holds.
+    Round 124 (branched from b45e2d0) added 6 held-out rows (4/6 before use, 4/6 after): 1049/1380
+    (76.01%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
