@@ -281,3 +281,10 @@ def test_recent_add_keys_keeps_what_add_keeps() -> None:
             b.add_keys(part)
             assert (a.young, a.old, a.young_bytes) == (b.young, b.old, b.young_bytes)
         assert keys[-1] in b and keys[0] not in b
+
+
+def test_the_digit_anchor_cache_keeps_no_long_shape() -> None:
+    pf = Prefilter(["c1083"])
+    long_shape = b"c0000 " + b"x" * 5000
+    assert pf._digit_anchors(long_shape) == (b"c1083",) and not pf._digit_by_hex
+    assert pf._digit_anchors(b"c0000 short") == (b"c1083",) and len(pf._digit_by_hex) == 1

@@ -553,9 +553,10 @@ class Prefilter:
         if got is None:
             by_fold = self._confirm_by_fold
             got = tuple(chain.from_iterable(by_fold[f] for f, fh in self._confirm_hex if fh in h))
-            if len(self._digit_by_hex) >= CLEAN_CACHE:
-                self._digit_by_hex.clear()
-            self._digit_by_hex[h] = got
+            if len(h) <= CLEAN_LINE:  # (bounded memory, as the shape caches)
+                if len(self._digit_by_hex) >= CLEAN_CACHE:
+                    self._digit_by_hex.clear()
+                self._digit_by_hex[h] = got
         return got
 
     def candidates(self, buf: bytes, folded: bytes | None = None, lines: list[bytes] | None = None,
