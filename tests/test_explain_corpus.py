@@ -328,6 +328,10 @@ def test_top1_on_the_development_split(prefilter):
     ep-kernels-not-installed, deepep-ipc-handle-unusable widened) made 2057/2195 (93.71%): 0.931 holds.
     Merged on main after rounds 98-118 (seventh session, measured once): 2088/2229 (93.67%): 0.931
     holds.
+    Round 125 (kernel-library trackers: flash-attention, DeepGEMM, FlashInfer, CUTLASS, Triton,
+    TensorRT-LLM; branched from b45e2d0): its 10 dev rows (7/10 before use) took it to 2095/2239 with
+    the rebuilt model; its rules (ptxas-too-much-shared-data, trtllm-image-cuda-mismatch, two
+    widenings) made 2098/2239 (93.70%; signatures alone 1874 -> 1878): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -597,6 +601,9 @@ def test_fallback_alone_on_the_development_split():
     in-sample; 5-fold 1675/2193): 0.762 holds.
     Merged on main after rounds 98-118 (seventh session): 1903/2229 (85.38%, the learned model
     in-sample; 5-fold 1696/2229): 0.762 holds.
+    Round 125 (kernel-library trackers; branched from b45e2d0; no fallback term changed, model
+    rebuilt): with its 10 dev rows 1909/2239 (85.26%, the learned model in-sample; 5-fold
+    1701/2239): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -783,6 +790,8 @@ def test_top1_on_the_heldout_split(prefilter):
     measured once (not re-printed after the two sweep-gate fixes): 0.736 holds.
     Merged on main after rounds 98-118 (seventh session, measured once): 1045/1374 (76.06%): 0.736
     holds.
+    Round 125 (branched from b45e2d0) added 7 held-out rows (7/7 before use, 7/7 after): 1052/1381
+    (76.18%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
