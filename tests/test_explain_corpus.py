@@ -339,6 +339,10 @@ def test_top1_on_the_development_split(prefilter):
     wrappers, KV-cache sizing, /dev/shm, multi-node Ray/PP; branched from b45e2d0): its 11 dev rows
     (9/11 before use, 10/11 with the rebuilt model) took it to 2098/2240 (93.66%); its rule
     (engine-startup-failed widened) kept 2098/2240 (signatures alone 1874 -> 1878): 0.931 holds.
+    Round 123 (NCCL / nccl-tests / aws-ofi-nccl / NVSHMEM rows; branched from b45e2d0): its 6 dev
+    rows (3/6 before use) left it at 2091/2235 with main's model; its rules (nccl-p2p-pcie-hang,
+    rdma-memory-registration-failed widened to libfabric EFA, the "[Issue]:" title marker) and the
+    rebuilt model made 2094/2235 (93.69%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -614,7 +618,10 @@ def test_fallback_alone_on_the_development_split():
     b45e2d0; no fallback term changed, model rebuilt): with its 10 dev rows 1909/2239 (85.26%, the
     learned model in-sample; 5-fold 1701/2239): 0.762 holds. Round 119 (vLLM V1 runtime rows;
     branched from b45e2d0; no fallback term changed, model rebuilt): with its 11 dev rows 1914/2240
-    (85.45%, the learned model in-sample; 5-fold 1703/2240): 0.762 holds.
+    (85.45%, the learned model in-sample; 5-fold 1703/2240): 0.762 holds. Round 123 (NCCL / NVSHMEM
+    rows; branched from b45e2d0; the fallback's error markers gained NCCL's "[Issue]:" bug-report
+    title, model rebuilt): with its 6 dev rows 1906/2235 (85.28%, the learned model in-sample;
+    5-fold 1699/2235): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -806,7 +813,8 @@ def test_top1_on_the_heldout_split(prefilter):
     b45e2d0) added 7 held-out rows (7/7 before use, 7/7 after): 1052/1381 (76.18%) after its rules,
     measured once at the end: 0.736 holds. Round 119 (branched from b45e2d0) added 6 held-out rows
     (6/6 before use, 6/6 after): 1053/1380 (76.30%) after its rules, measured once at the end: 0.736
-    holds.
+    holds. Round 123 (branched from b45e2d0) added 6 held-out rows (5/6 before use, 5/6 after):
+    1051/1380 (76.16%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
