@@ -328,6 +328,10 @@ def test_top1_on_the_development_split(prefilter):
     ep-kernels-not-installed, deepep-ipc-handle-unusable widened) made 2057/2195 (93.71%): 0.931 holds.
     Merged on main after rounds 98-118 (seventh session, measured once): 2088/2229 (93.67%): 0.931
     holds.
+    Round 121 (SGLang PD transfer stack, DeepEP/NVSHMEM, Kimi-K3; branched from b45e2d0): its 9 dev
+    rows (6/9 before use) took it to 2094/2238 with the rebuilt model; its rules
+    (sglang-pd-bootstrap-unreachable, xid13-cluster-cta-not-present, rdma-memory-registration-failed
+    widened, four consumer-Blackwell arch terms) made 2095/2238 (93.61%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -597,6 +601,8 @@ def test_fallback_alone_on_the_development_split():
     in-sample; 5-fold 1675/2193): 0.762 holds.
     Merged on main after rounds 98-118 (seventh session): 1903/2229 (85.38%, the learned model
     in-sample; 5-fold 1696/2229): 0.762 holds.
+    Round 121 (branched from b45e2d0; four arch fallback terms added, model rebuilt): with its 9 dev
+    rows 1910/2238 (85.34%, the learned model in-sample; 5-fold 1703/2238): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -783,6 +789,8 @@ def test_top1_on_the_heldout_split(prefilter):
     measured once (not re-printed after the two sweep-gate fixes): 0.736 holds.
     Merged on main after rounds 98-118 (seventh session, measured once): 1045/1374 (76.06%): 0.736
     holds.
+    Round 121 (branched from b45e2d0) added 9 held-out rows (8/9 before use): 1053/1383 (76.14%)
+    after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
