@@ -328,6 +328,10 @@ def test_top1_on_the_development_split(prefilter):
     ep-kernels-not-installed, deepep-ipc-handle-unusable widened) made 2057/2195 (93.71%): 0.931 holds.
     Merged on main after rounds 98-118 (seventh session, measured once): 2088/2229 (93.67%): 0.931
     holds.
+    Round 122 (pytorch/pytorch rows: NVRTC builtins, cuDNN sublibrary mismatch, cuBLAS, TCPStore;
+    branched from b45e2d0): its 11 dev rows (9/11 before use) took it to 2097/2240 with the rebuilt
+    model; its rules (cudnn-not-initialized widened, cublas-gemm-invalid-value-build, benign
+    inductor-autotune-choice-rejected) made 2098/2240 (93.66%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -597,6 +601,9 @@ def test_fallback_alone_on_the_development_split():
     in-sample; 5-fold 1675/2193): 0.762 holds.
     Merged on main after rounds 98-118 (seventh session): 1903/2229 (85.38%, the learned model
     in-sample; 5-fold 1696/2229): 0.762 holds.
+    Round 122 (pytorch/pytorch rows; branched from b45e2d0; no fallback term changed, model
+    rebuilt): with its 11 dev rows 1910/2240 (85.27%, the learned model in-sample; 5-fold
+    1701/2240): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -783,6 +790,8 @@ def test_top1_on_the_heldout_split(prefilter):
     measured once (not re-printed after the two sweep-gate fixes): 0.736 holds.
     Merged on main after rounds 98-118 (seventh session, measured once): 1045/1374 (76.06%): 0.736
     holds.
+    Round 122 (branched from b45e2d0) added 5 held-out rows (4/5 before use, 4/5 after): 1049/1379
+    (76.07%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
