@@ -332,6 +332,10 @@ def test_top1_on_the_development_split(prefilter):
     rows (8/10 before use, 9/10 after) with the rebuilt model and its rules
     (ray-compiled-graph-channel-crash, click's wordings in cli-unrecognized-arguments): 2097/2239
     (93.66%; signatures alone 1878): 0.931 holds.
+    Round 126 (vLLM/SGLang/HF model-loading and checkpoint rows; branched from ed4d838): its 12 dev
+    rows (10/12 before use, 12/12 after) with the rebuilt model and its rules
+    (rope-scaling-schema-skew, quant-scales-mismatch widened): 2113/2251 (93.87%; signatures alone
+    1887): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -604,6 +608,9 @@ def test_fallback_alone_on_the_development_split():
     Round 124 (Ray/KubeRay and vLLM/verl/OpenRLHF-on-Ray threads; branched from b45e2d0; no fallback
     term changed, model rebuilt): with its 10 dev rows 1910/2239 (85.31%, the learned model
     in-sample; 5-fold 1702/2239): 0.762 holds.
+    Round 126 (vLLM/SGLang/HF model-loading rows; branched from ed4d838; no fallback term changed,
+    model rebuilt): with its 12 dev rows 1928/2251 (85.65%, the learned model in-sample; 5-fold
+    1715/2251): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -792,6 +799,8 @@ def test_top1_on_the_heldout_split(prefilter):
     holds.
     Round 124 (branched from b45e2d0) added 6 held-out rows (4/6 before use, 4/6 after): 1049/1380
     (76.01%) after its rules, measured once at the end: 0.736 holds.
+    Round 126 (branched from ed4d838) added 7 held-out rows (5/7 before use, 5/7 after): 1058/1387
+    (76.28%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
