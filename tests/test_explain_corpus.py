@@ -354,7 +354,10 @@ def test_top1_on_the_development_split(prefilter):
     (pytorch/pytorch rows: NVRTC builtins, cuDNN sublibrary mismatch, cuBLAS, TCPStore; branched
     from b45e2d0): its 11 dev rows (9/11 before use) took it to 2097/2240 with the rebuilt model;
     its rules (cudnn-not-initialized widened, cublas-gemm-invalid-value-build, benign
-    inductor-autotune-choice-rejected) made 2098/2240 (93.66%): 0.931 holds.
+    inductor-autotune-choice-rejected) made 2098/2240 (93.66%): 0.931 holds. Round 126
+    (vLLM/SGLang/HF model-loading and checkpoint rows; branched from ed4d838): its 12 dev rows
+    (10/12 before use, 12/12 after) with the rebuilt model and its rules (rope-scaling-schema-skew,
+    quant-scales-mismatch widened): 2113/2251 (93.87%; signatures alone 1887): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -639,7 +642,9 @@ def test_fallback_alone_on_the_development_split():
     terms added, model rebuilt): with its 9 dev rows 1910/2238 (85.34%, the learned model in-sample;
     5-fold 1703/2238): 0.762 holds. Round 122 (pytorch/pytorch rows; branched from b45e2d0; no
     fallback term changed, model rebuilt): with its 11 dev rows 1910/2240 (85.27%, the learned model
-    in-sample; 5-fold 1701/2240): 0.762 holds.
+    in-sample; 5-fold 1701/2240): 0.762 holds. Round 126 (vLLM/SGLang/HF model-loading rows;
+    branched from ed4d838; no fallback term changed, model rebuilt): with its 12 dev rows 1928/2251
+    (85.65%, the learned model in-sample; 5-fold 1715/2251): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -837,7 +842,9 @@ def test_top1_on_the_heldout_split(prefilter):
     measured once at the end: 0.736 holds. Round 121 (branched from b45e2d0) added 9 held-out rows
     (8/9 before use): 1053/1383 (76.14%) after its rules, measured once at the end: 0.736 holds.
     Round 122 (branched from b45e2d0) added 5 held-out rows (4/5 before use, 4/5 after): 1049/1379
-    (76.07%) after its rules, measured once at the end: 0.736 holds.
+    (76.07%) after its rules, measured once at the end: 0.736 holds. Round 126 (branched from
+    ed4d838) added 7 held-out rows (5/7 before use, 5/7 after): 1058/1387 (76.28%) after its rules,
+    measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
