@@ -336,6 +336,11 @@ def test_top1_on_the_development_split(prefilter):
     its 10 dev rows (7/10 before use) took it to 2095/2239 with the rebuilt model; its rules
     (ptxas-too-much-shared-data, trtllm-image-cuda-mismatch, two widenings) made 2098/2239 (93.70%;
     signatures alone 1874 -> 1878): 0.931 holds.
+    Round 127 (GPU health, driver, Fabric Manager and container GPU access; branched from
+    9b01bcc): its 17 dev rows (13/17 before use; one relabelled network by the NVLS convention)
+    and its rules (gpu-lost widened to the driver's "GPU lost from the bus", nvidia-smi-device-
+    handle-error, fabric-manager-no-nvswitch, three widenings) made 2129/2266 (93.96%; signatures
+    alone 1896 -> 1906): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -610,6 +615,9 @@ def test_fallback_alone_on_the_development_split():
     in-sample; 5-fold 1702/2239): 0.762 holds. Round 125 (kernel-library trackers; branched from
     b45e2d0; no fallback term changed, model rebuilt): with its 10 dev rows 1909/2239 (85.26%, the
     learned model in-sample; 5-fold 1701/2239): 0.762 holds.
+    Round 127 (GPU health / driver / Fabric Manager / container GPU access; branched from
+    9b01bcc; no fallback term changed, model rebuilt): with its 17 dev rows 1937/2266 (85.48%, the
+    learned model in-sample; 5-fold 1723/2266): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -800,6 +808,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (76.01%) after its rules, measured once at the end: 0.736 holds. Round 125 (branched from
     b45e2d0) added 7 held-out rows (7/7 before use, 7/7 after): 1052/1381 (76.18%) after its rules,
     measured once at the end: 0.736 holds.
+    Round 127 (branched from 9b01bcc) added 14 held-out rows (9/14 before use, 9/14 after):
+    1067/1401 (76.16%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
