@@ -357,7 +357,12 @@ def test_top1_on_the_development_split(prefilter):
     inductor-autotune-choice-rejected) made 2098/2240 (93.66%): 0.931 holds. Round 126
     (vLLM/SGLang/HF model-loading and checkpoint rows; branched from ed4d838): its 12 dev rows
     (10/12 before use, 12/12 after) with the rebuilt model and its rules (rope-scaling-schema-skew,
-    quant-scales-mismatch widened): 2113/2251 (93.87%; signatures alone 1887): 0.931 holds.
+    quant-scales-mismatch widened): 2113/2251 (93.87%; signatures alone 1887): 0.931 holds. Round
+    127 (GPU health, driver, Fabric Manager and container GPU access; branched from 9b01bcc): its 17
+    dev rows (13/17 before use; one relabelled network by the NVLS convention) and its rules
+    (gpu-lost widened to the driver's "GPU lost from the bus", nvidia-smi-device- handle-error,
+    fabric-manager-no-nvswitch, three widenings) made 2129/2266 (93.96%; signatures alone 1896 ->
+    1906): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -644,7 +649,10 @@ def test_fallback_alone_on_the_development_split():
     fallback term changed, model rebuilt): with its 11 dev rows 1910/2240 (85.27%, the learned model
     in-sample; 5-fold 1701/2240): 0.762 holds. Round 126 (vLLM/SGLang/HF model-loading rows;
     branched from ed4d838; no fallback term changed, model rebuilt): with its 12 dev rows 1928/2251
-    (85.65%, the learned model in-sample; 5-fold 1715/2251): 0.762 holds.
+    (85.65%, the learned model in-sample; 5-fold 1715/2251): 0.762 holds. Round 127 (GPU health /
+    driver / Fabric Manager / container GPU access; branched from 9b01bcc; no fallback term changed,
+    model rebuilt): with its 17 dev rows 1937/2266 (85.48%, the learned model in-sample; 5-fold
+    1723/2266): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -845,6 +853,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (76.07%) after its rules, measured once at the end: 0.736 holds. Round 126 (branched from
     ed4d838) added 7 held-out rows (5/7 before use, 5/7 after): 1058/1387 (76.28%) after its rules,
     measured once at the end: 0.736 holds.
+    Round 127 (branched from 9b01bcc) added 14 held-out rows (9/14 before use, 9/14 after):
+    1067/1401 (76.16%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
