@@ -339,6 +339,12 @@ def test_top1_on_the_development_split(prefilter):
     wrappers, KV-cache sizing, /dev/shm, multi-node Ray/PP; branched from b45e2d0): its 11 dev rows
     (9/11 before use, 10/11 with the rebuilt model) took it to 2098/2240 (93.66%); its rule
     (engine-startup-failed widened) kept 2098/2240 (signatures alone 1874 -> 1878): 0.931 holds.
+    Round 128 (engines' memory-accounting rows: KV/cache-block budgets, CUDA-graph memory estimate,
+    sleep-mode wake_up, engines sharing a GPU, allocator fragmentation, pinned/host memory; branched
+    from 2015531): its 17 dev rows (12/17 before use, 14/17 with the rebuilt model) took it to
+    2136/2277 (93.81%); its rules (vllm-cudagraph-memory-estimate-implausible,
+    kvcached-kv-pool-exhausted, three widenings) made 2139/2277 (93.94%; signatures alone 1906 ->
+    1910): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -615,6 +621,9 @@ def test_fallback_alone_on_the_development_split():
     learned model in-sample; 5-fold 1701/2239): 0.762 holds. Round 119 (vLLM V1 runtime rows;
     branched from b45e2d0; no fallback term changed, model rebuilt): with its 11 dev rows 1914/2240
     (85.45%, the learned model in-sample; 5-fold 1703/2240): 0.762 holds.
+    Round 128 (memory-accounting rows; branched from 2015531; no fallback term changed, model
+    rebuilt): with its 17 dev rows 1949/2277 (85.60%, the learned model in-sample; 5-fold
+    1730/2277): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -807,6 +816,8 @@ def test_top1_on_the_heldout_split(prefilter):
     measured once at the end: 0.736 holds. Round 119 (branched from b45e2d0) added 6 held-out rows
     (6/6 before use, 6/6 after): 1053/1380 (76.30%) after its rules, measured once at the end: 0.736
     holds.
+    Round 128 (branched from 2015531) added 7 held-out rows (6/7 before use, 6/7 after): 1070/1400
+    (76.43%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
