@@ -362,7 +362,12 @@ def test_top1_on_the_development_split(prefilter):
     dev rows (13/17 before use; one relabelled network by the NVLS convention) and its rules
     (gpu-lost widened to the driver's "GPU lost from the bus", nvidia-smi-device- handle-error,
     fabric-manager-no-nvswitch, three widenings) made 2129/2266 (93.96%; signatures alone 1896 ->
-    1906): 0.931 holds.
+    1906): 0.931 holds. Round 128 (engines' memory-accounting rows: KV/cache-block budgets,
+    CUDA-graph memory estimate, sleep-mode wake_up, engines sharing a GPU, allocator fragmentation,
+    pinned/host memory; branched from 2015531): its 17 dev rows (12/17 before use, 14/17 with the
+    rebuilt model) took it to 2136/2277 (93.81%); its rules
+    (vllm-cudagraph-memory-estimate-implausible, kvcached-kv-pool-exhausted, three widenings) made
+    2139/2277 (93.94%; signatures alone 1906 -> 1910): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -652,7 +657,9 @@ def test_fallback_alone_on_the_development_split():
     (85.65%, the learned model in-sample; 5-fold 1715/2251): 0.762 holds. Round 127 (GPU health /
     driver / Fabric Manager / container GPU access; branched from 9b01bcc; no fallback term changed,
     model rebuilt): with its 17 dev rows 1937/2266 (85.48%, the learned model in-sample; 5-fold
-    1723/2266): 0.762 holds.
+    1723/2266): 0.762 holds. Round 128 (memory-accounting rows; branched from 2015531; no fallback
+    term changed, model rebuilt): with its 17 dev rows 1949/2277 (85.60%, the learned model
+    in-sample; 5-fold 1730/2277): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -852,9 +859,10 @@ def test_top1_on_the_heldout_split(prefilter):
     Round 122 (branched from b45e2d0) added 5 held-out rows (4/5 before use, 4/5 after): 1049/1379
     (76.07%) after its rules, measured once at the end: 0.736 holds. Round 126 (branched from
     ed4d838) added 7 held-out rows (5/7 before use, 5/7 after): 1058/1387 (76.28%) after its rules,
-    measured once at the end: 0.736 holds.
-    Round 127 (branched from 9b01bcc) added 14 held-out rows (9/14 before use, 9/14 after):
-    1067/1401 (76.16%) after its rules, measured once at the end: 0.736 holds.
+    measured once at the end: 0.736 holds. Round 127 (branched from 9b01bcc) added 14 held-out rows
+    (9/14 before use, 9/14 after): 1067/1401 (76.16%) after its rules, measured once at the end:
+    0.736 holds. Round 128 (branched from 2015531) added 7 held-out rows (6/7 before use, 6/7
+    after): 1070/1400 (76.43%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
