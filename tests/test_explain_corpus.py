@@ -351,6 +351,10 @@ def test_top1_on_the_development_split(prefilter):
     before use) took it to 2094/2238 with the rebuilt model; its rules
     (sglang-pd-bootstrap-unreachable, xid13-cluster-cta-not-present, rdma-memory-registration-failed
     widened, four consumer-Blackwell arch terms) made 2095/2238 (93.61%): 0.931 holds.
+    Round 129 (DeepEP/DeepGEMM/FlashMLA/NVSHMEM; branched from fc09ccc): its 7 dev rows (3/7 before
+    use) took it to 2149/2290 with the rebuilt model; its rules (deepep-rank-layout-assert and
+    deepep-chunk-config-assert widened to the quoted QP-count condition and EP_*_ASSERT source lines)
+    made 2151/2290 (93.93%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -634,6 +638,8 @@ def test_fallback_alone_on_the_development_split():
     in-sample; 5-fold 1699/2237): 0.762 holds. Round 121 (branched from b45e2d0; four arch fallback
     terms added, model rebuilt): with its 9 dev rows 1910/2238 (85.34%, the learned model in-sample;
     5-fold 1703/2238): 0.762 holds.
+    Round 129 (branched from fc09ccc; no fallback term changed, model rebuilt): with its 7 dev rows
+    1957/2290 (85.46%, the learned model in-sample; 5-fold 1737/2290): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -830,6 +836,8 @@ def test_top1_on_the_heldout_split(prefilter):
     from b45e2d0) added 5 held-out rows (3/5 before use, 4/5 after, not read): 1047/1379 (75.92%),
     measured once at the end: 0.736 holds. Round 121 (branched from b45e2d0) added 9 held-out rows
     (8/9 before use): 1053/1383 (76.14%) after its rules, measured once at the end: 0.736 holds.
+    Round 129 (branched from fc09ccc) added 5 held-out rows (3/5 before use, not read after):
+    1084/1418 (76.45%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
