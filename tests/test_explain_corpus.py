@@ -987,9 +987,17 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     or with this round's error signatures is not known; which lines are flagged was not looked at.
     Not read, not tuned on: re-measured, the gate is 16. Round 104 (kernel-library failures;
     branched from e6d129a) brought 7 held-out benign lines, none flagged before use
-    (r104-first-score.json) or after its rules; measured once at the end: 16 of 617, the gate holds."""
+    (r104-first-score.json) or after its rules; measured once at the end: 16 of 617, the gate holds.
+    With rounds 119-129 of the eighth session merged (branched from b45e2d0 or later mains): 17 of
+    729, the 16 before plus, by count, the one held-out line of round 127 that was flagged when
+    scored before use (r127-first-score.json: held-out benign 1/3); the ten other rounds brought
+    held-out benign lines none of which was flagged before use. (Rounds 126-129 saw 22-23 on their
+    branches: the lead's prose failure words, in main from 387f925 to b3b435e and taken back because
+    dev benign lines alarmed; after that, with rounds 119-125, this test passed: at most 16.)
+    Seen as this test's count after the merges; which line is flagged was not looked at. Not read,
+    not tuned on: the gate is 17."""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 16, f"{n} held-out benign lines flagged"
+    assert n <= 17, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
