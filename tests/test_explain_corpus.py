@@ -373,6 +373,9 @@ def test_top1_on_the_development_split(prefilter):
     deepep-chunk-config-assert widened to the quoted QP-count condition and EP_*_ASSERT source
     lines) made 2151/2290 (93.93%): 0.931 holds. With rounds 119-129 merged on main (the lead's
     prose failure words taken back, model rebuilt): 2204/2347 (93.9%): 0.931 holds.
+    Round 132 (install / version skew; branched from 11bd4f8): its 15 dev rows (14/15 before use)
+    took it to 2218/2362 (93.90%); its rules touch benign lines only (xformers-triton-unavailable,
+    the fallback hedge "Error caught was:"), 2218/2362 after: 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -668,6 +671,8 @@ def test_fallback_alone_on_the_development_split():
     changed, model rebuilt): with its 7 dev rows 1957/2290 (85.46%, the learned model in-sample;
     5-fold 1737/2290): 0.762 holds. With rounds 119-129 merged on main: 1993/2347 (84.9%, the
     learned model in-sample; 5-fold 1770/2347, 75.4%): 0.762 holds.
+    Round 132 (branched from 11bd4f8; one fallback hedge added, model rebuilt): with its 15 dev rows
+    2006/2362 (84.93%, the learned model in-sample; 5-fold 1785/2362): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -874,6 +879,8 @@ def test_top1_on_the_heldout_split(prefilter):
     (branched from fc09ccc) added 5 held-out rows (3/5 before use, not read after): 1084/1418
     (76.45%) after its rules, measured once at the end: 0.736 holds. With rounds 119-129 merged on
     main, measured once after the last merge: 1109/1451 (76.4%): 0.736 holds.
+    Round 132 (branched from 11bd4f8) added 13 held-out rows (13/13 before use, not read after):
+    1121/1464 (76.57%) after its rules, measured once at the end: 0.736 holds.
     MERGED-FIGURE"""
 
 
