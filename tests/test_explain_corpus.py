@@ -389,7 +389,7 @@ def test_top1_on_the_development_split(prefilter):
     1980): 0.931 holds. Round 132 (install / version skew; branched from 11bd4f8): its 15 dev rows
     (14/15 before use) took it to 2218/2362 (93.90%); its rules touch benign lines only
     (xformers-triton-unavailable, the fallback hedge "Error caught was:"), 2218/2362 after: 0.931
-    holds.
+    holds. With rounds 119-133 merged on main: 2245/2391 (93.9%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -692,7 +692,8 @@ def test_fallback_alone_on_the_development_split():
     changed, model rebuilt): with its 11 dev rows 1993/2358 (84.5%, the learned model in-sample;
     5-fold 1781/2358, 75.5%): 0.762 holds. Round 132 (branched from 11bd4f8; one fallback hedge
     added, model rebuilt): with its 15 dev rows 2006/2362 (84.93%, the learned model in-sample;
-    5-fold 1785/2362): 0.762 holds.
+    5-fold 1785/2362): 0.762 holds. With rounds 119-133 merged on main: 2027/2391 (84.8%, the
+    learned model in-sample; 5-fold 1805/2391, 75.5%): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -906,6 +907,8 @@ def test_top1_on_the_heldout_split(prefilter):
     held-out rows (7/10 before use) give 1116/1461 (76.4%) after its rules, measured once at the
     end: 0.736 holds. Round 132 (branched from 11bd4f8) added 13 held-out rows (13/13 before use,
     not read after): 1121/1464 (76.57%) after its rules, measured once at the end: 0.736 holds.
+    With rounds 119-133 merged on main, measured once after the last merge: 1144/1492 (76.7%):
+    0.736 holds.
     MERGED-FIGURE"""
 
 
