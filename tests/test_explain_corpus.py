@@ -391,7 +391,8 @@ def test_top1_on_the_development_split(prefilter):
     (xformers-triton-unavailable, the fallback hedge "Error caught was:"), 2218/2362 after: 0.931
     holds. With rounds 119-133 merged on main: 2245/2391 (93.9%): 0.931 holds.
     Round 134 (torch.distributed / Ray GPU scheduling; branched from ee18335): its 7 dev rows (3/7
-    before use) took it to 2251/2398 (93.87%) after its three parallelism rules: 0.931 holds.
+    before use) took it to 2251/2398 (93.87%) after its three parallelism rules: 0.931 holds
+    (merged on main as it was: the same figure).
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -697,7 +698,7 @@ def test_fallback_alone_on_the_development_split():
     5-fold 1785/2362): 0.762 holds. With rounds 119-133 merged on main: 2027/2391 (84.8%, the
     learned model in-sample; 5-fold 1805/2391, 75.5%): 0.762 holds.
     Round 134 (branched from ee18335; no fallback term changed, model rebuilt): 2030/2398 (84.65%,
-    the learned model in-sample; 5-fold 1807/2398, 75.4%): 0.762 holds.
+    the learned model in-sample; 5-fold 1807/2398, 75.4%): 0.762 holds (merged on main as it was).
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -914,7 +915,8 @@ def test_top1_on_the_heldout_split(prefilter):
     With rounds 119-133 merged on main, measured once after the last merge: 1144/1492 (76.7%):
     0.736 holds.
     Round 134 (branched from ee18335) added 6 held-out rows (2/6 before use, not read after):
-    1146/1498 (76.50%) after its rules, measured once at the end: 0.736 holds.
+    1146/1498 (76.50%) after its rules, measured once at the end: 0.736 holds (merged on main as
+    it was: the same commit).
     MERGED-FIGURE"""
 
 
