@@ -212,6 +212,8 @@ def main() -> int:
                     help="fresh request/communicator ids in every block (a real server's log; slower to generate)")
     ap.add_argument("--generate-only", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.size_mb < 1 or args.repeat < 1:
+        ap.error("--size-mb and --repeat must be at least 1 (a log of 0 MiB has nothing to measure)")
     if args.generate_only:
         print(generate(Path(args.generate_only), args.size_mb, unique_ids=args.unique_ids))
         return 0

@@ -408,9 +408,8 @@ class Prefilter:
         for d in self._confirm:
             by_fold[fold(d)].append(d)
         self._confirm_by_fold = {f: tuple(ds) for f, ds in by_fold.items()}
-        self._confirm_folds = tuple(sorted(by_fold))
         #: the folded forms with their hex shapes, and the digit anchors found by hex shape
-        self._confirm_hex = tuple((f, f.translate(_HEX)) for f in self._confirm_folds)
+        self._confirm_hex = tuple((f, f.translate(_HEX)) for f in sorted(by_fold))
         self._digit_by_hex: dict[bytes, tuple[bytes, ...]] = {}
         #: shapes known to carry an anchor: () for a plain anchor, else the digit anchors whose
         #: folded form they hold (each line of the shape is then checked for one of them)
@@ -471,13 +470,12 @@ class Prefilter:
         so a shape whose hex shape holds none of the screened anchors' hex shapes (a cached
         verdict, searched once per hex shape) needs only the exact passes of the weak anchors and
         the tails; the others get every pass, as before. The result is exactly :meth:`_hits`."""
+        if not self._hex_words or len(todo) < SCREEN_MIN:  # (a paste: not worth compiling the screen)
+            return self._hits(b"\n".join(todo), False, block)
         text = b"\n".join(todo)
         if b"\x1b" in text:  # (once, as _hits does: escape sequences hold no newline)
             text = ANSI_BYTES.sub(b"", text)
         plain, digit = self._passes_for(False, block)
-        if not self._hex_words or len(todo) < SCREEN_MIN:  # (a paste: not worth compiling the screen)
-            hit = set(self._hit_lines(text, plain))
-            return hit, set(self._hit_lines(text, digit)) - hit if digit else set()
         weak_plain, weak_digit, hex_passes = self._screen_passes(block)
         hexed = text.translate(_HEX).split(b"\n")
         shapes = set(hexed)
