@@ -393,6 +393,9 @@ def test_top1_on_the_development_split(prefilter):
     Round 134 (torch.distributed / Ray GPU scheduling; branched from ee18335): its 7 dev rows (3/7
     before use) took it to 2251/2398 (93.87%) after its three parallelism rules: 0.931 holds
     (merged on main as it was: the same figure).
+    Ninth session: rounds 135-142 (branched from 8235875; 82 dev rows, 58/82 before use) merged on
+    main: 2328/2478 (93.9%); with rounds 143-148 (branched from 644807f; 48 dev rows, 36/48 before
+    use) merged as well: 2367/2524 (93.78%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -699,6 +702,9 @@ def test_fallback_alone_on_the_development_split():
     learned model in-sample; 5-fold 1805/2391, 75.5%): 0.762 holds.
     Round 134 (branched from ee18335; no fallback term changed, model rebuilt): 2030/2398 (84.65%,
     the learned model in-sample; 5-fold 1807/2398, 75.4%): 0.762 holds (merged on main as it was).
+    Ninth session, rounds 135-148 merged on main (fallback terms: round 140's HTTP-client 5xx
+    consequence marker and network term root_unique_id; model rebuilt after every merge):
+    2128/2524 (84.3%, the learned model in-sample; 5-fold 1895/2524, 75.1%): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -917,6 +923,9 @@ def test_top1_on_the_heldout_split(prefilter):
     Round 134 (branched from ee18335) added 6 held-out rows (2/6 before use, not read after):
     1146/1498 (76.50%) after its rules, measured once at the end: 0.736 holds (merged on main as
     it was: the same commit).
+    Ninth session: with rounds 135-142 merged (each branched from 8235875), measured once after
+    the batch's merges: 1179/1542 (76.46%); with rounds 143-148 (branched from 644807f) merged as
+    well, measured once after the last merge: 1196/1572 (76.08%): 0.736 holds.
     MERGED-FIGURE"""
 
 
@@ -1047,10 +1056,16 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     (r138-first-score.json: held-out benign 1/3; r139-first-score.json: 1/3; both rounds re-ran this
     test once with their rules taken out and saw it fail the same way); the six other rounds brought
     held-out benign lines none of which was flagged before use. Which lines are flagged was not
-    looked at. Not read, not tuned on: the gate is 19.
+    looked at. Not read, not tuned on: the gate is 19. With rounds 143-148 merged as well (branched
+    from 644807f): 21 of 786 in the one measurement after the merges, the 19 before plus, by count,
+    the held-out lines of rounds 146 and 147 that were flagged when scored before use
+    (r146-first-score.json: held-out benign 1/2; r147-first-score.json: 1/7; both rounds saw this
+    test fail the same way before their rules); rounds 143-145 and 148 brought held-out benign lines
+    none of which was flagged before use. Which lines are flagged was not looked at. Not read, not
+    tuned on: the gate is 21.
     MERGED-FIGURE"""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 19, f"{n} held-out benign lines flagged"
+    assert n <= 21, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
