@@ -287,3 +287,86 @@ def test_no_fallback_term_is_listed_twice_in_a_category():
     assert doubled != text
     with pytest.raises(KBError, match=r"\[version\]: term 'undefined symbol' is listed twice"):
         parse_fallback_text(doubled)
+
+
+# -- kb/kb-parsed.json: the TOML parsed ahead of time -------------------------------------------
+
+def _kb_texts() -> dict[str, str]:
+    from importlib import resources
+
+    base = resources.files("k3doctor.explain") / "kb"
+    return {c: (base / f"{c}.toml").read_text(encoding="utf-8") for c in CATEGORIES}
+
+
+def test_the_shipped_parsed_kb_is_built_from_the_toml_as_it_is():
+    """A stale file only slows loading down, but the package must ship it fresh: after a KB edit,
+    run ``python tools/kb_parsed.py``."""
+    from tools.kb_parsed import render
+    from k3doctor.explain.kb import PARSED_FILE
+    from importlib import resources
+
+    shipped = (resources.files("k3doctor.explain") / "kb" / PARSED_FILE).read_text(encoding="utf-8")
+    assert shipped == render(), "kb/kb-parsed.json is out of date: run python tools/kb_parsed.py"
+
+
+def _fields(sigs) -> list[tuple]:
+    """What a signature is (Signature compares by identity): every field but the pattern caches."""
+    import dataclasses
+
+    return [tuple(getattr(s, f.name) for f in dataclasses.fields(s) if not f.name.startswith("_")) for s in sigs]
+
+
+def test_signatures_from_the_parsed_kb_equal_those_parsed_from_toml():
+    import json
+
+    from k3doctor.explain.kb import parsed_mirror, parsed_tables
+
+    texts = _kb_texts()
+    mirror = json.dumps(parsed_mirror(texts))
+    tables = parsed_tables(texts, mirror)
+    assert set(tables) == set(CATEGORIES)
+    for c, text in texts.items():
+        assert _fields(parse_kb_text(text, c, c, tables[c])) == _fields(parse_kb_text(text, c, c)), c
+    # load_kb (which reads the shipped file) gives the same signatures as parsing every TOML file
+    assert _fields(KB) == _fields(s for c, t in texts.items() for s in parse_kb_text(t, c, c))
+    assert len(KB) > 600
+
+
+def test_an_edited_category_is_parsed_from_its_toml_not_from_the_stale_parsed_kb():
+    import json
+
+    from k3doctor.explain.kb import parsed_mirror, parsed_tables
+
+    texts = _kb_texts()
+    mirror = json.dumps(parsed_mirror(texts))
+    edited = dict(texts, network=texts["network"].replace('title = "', 'title = "EDITED ', 1))
+    tables = parsed_tables(edited, mirror)
+    assert "network" not in tables and set(tables) == set(CATEGORIES) - {"network"}
+    got = [s.title for s in parse_kb_text(edited["network"], "network", "n", tables.get("network"))]
+    assert got[0].startswith("EDITED ")
+
+
+@pytest.mark.parametrize("mirror", [None, "", "not json", "[]", '{"format": 2, "sha256": {}, "data": {}}',
+                                    '{"format": 1, "sha256": [], "data": {}}',
+                                    '{"format": 1, "sha256": {"network": "x"}, "data": []}'])
+def test_a_missing_or_malformed_parsed_kb_means_parsing_the_toml(mirror):
+    from k3doctor.explain.kb import parsed_tables
+
+    assert parsed_tables(_kb_texts(), mirror) == {}
+
+
+def test_load_kb_reads_the_parsed_kb_instead_of_parsing_toml(monkeypatch):
+    """The point of the file: with it fresh, loading the KB parses no TOML at all."""
+    import k3doctor.explain.kb as kbmod
+
+    def no_toml(text: str):
+        raise AssertionError("load_kb parsed TOML although kb/kb-parsed.json is fresh")
+
+    kbmod.load_kb.cache_clear()
+    try:
+        monkeypatch.setattr(kbmod.tomllib, "loads", no_toml)
+        assert _fields(kbmod.load_kb()) == _fields(KB)
+    finally:
+        monkeypatch.undo()
+        kbmod.load_kb.cache_clear()
+        kbmod.load_kb()

@@ -25,11 +25,14 @@ Each TOML file declares ``category = "<name>"`` and a list of ``[[signature]]`` 
                                              # it at INFO/DEBUG (vLLM's "No platform detected"):
                                              # a match stands without an error line in the text
 
-Patterns are compiled lazily (first use), so loading the KB costs a TOML parse only.
+Patterns are compiled lazily (first use), so loading the KB costs a TOML parse only, and not even
+that where the package ships ``kb/kb-parsed.json`` built from exactly these TOML texts (:data:`PARSED_FILE`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -41,7 +44,8 @@ try:  # Python 3.11+
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-__all__ = ["CATEGORIES", "TIERS", "Signature", "load_kb", "KBError", "tomllib", "clean_line"]
+__all__ = ["CATEGORIES", "TIERS", "Signature", "load_kb", "KBError", "tomllib", "clean_line", "PARSED_FILE",
+           "parsed_mirror", "parsed_tables"]
 
 #: The categories, one TOML file each, in display order.
 CATEGORIES: tuple[str, ...] = (
@@ -234,10 +238,58 @@ def _build(raw: dict[str, Any], category: str, where: str) -> Signature:
     return sig
 
 
-def parse_kb_text(text: str, category: str, where: str = "<text>") -> list[Signature]:
-    """Parse one category file's TOML text (used by :func:`load_kb` and by tests)."""
+#: The TOML files parsed ahead of time: ``{"format": 1, "sha256": {category: digest of its TOML
+#: text}, "data": {category: what tomllib makes of it}}``, rebuilt by ``python tools/kb_parsed.py``.
+#: TOML parsing is pure Python (0.15 s of CPU for the ~1.8 MB KB, most of a pasted error's
+#: ``explain``); ``json`` reads the same tables in a few milliseconds. A category whose TOML text
+#: no longer has the recorded digest (an edited KB, the file not rebuilt) is parsed from TOML, so
+#: the file can make loading slower, never different. ``tests/test_explain_kb.py`` rebuilds it
+#: and compares.
+PARSED_FILE = "kb-parsed.json"
+PARSED_FORMAT = 1
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def parsed_mirror(texts: dict[str, str]) -> dict[str, Any]:
+    """The content of :data:`PARSED_FILE` for these TOML texts (``{category: text}``)."""
+    return {"format": PARSED_FORMAT,
+            "sha256": {c: _digest(t) for c, t in texts.items()},
+            "data": {c: tomllib.loads(t) for c, t in texts.items()}}
+
+
+def _read_parsed() -> str | None:
     try:
-        data = tomllib.loads(text)
+        return (resources.files("k3doctor.explain") / "kb" / PARSED_FILE).read_text(encoding="utf-8")
+    except (OSError, ValueError):
+        return None
+
+
+def parsed_tables(texts: dict[str, str], mirror: str | None) -> dict[str, dict[str, Any]]:
+    """The categories of ``mirror`` (the text of :data:`PARSED_FILE`) whose TOML text in ``texts``
+    is the one it was built from, with their tables; none when it is missing, not JSON or not
+    this format (then every TOML text is parsed)."""
+    try:
+        data = json.loads(mirror) if mirror is not None else None
+    except ValueError:
+        return {}
+    if not isinstance(data, dict) or data.get("format") != PARSED_FORMAT:
+        return {}
+    digests, tables = data.get("sha256"), data.get("data")
+    if not isinstance(digests, dict) or not isinstance(tables, dict):
+        return {}
+    return {c: tables[c] for c, t in texts.items()
+            if digests.get(c) == _digest(t) and isinstance(tables.get(c), dict)}
+
+
+def parse_kb_text(text: str, category: str, where: str = "<text>",
+                  tables: dict[str, Any] | None = None) -> list[Signature]:
+    """Parse one category file's TOML text (used by :func:`load_kb` and by tests); ``tables``:
+    what ``tomllib`` makes of ``text``, where it is known already (:data:`PARSED_FILE`)."""
+    try:
+        data = tomllib.loads(text) if tables is None else tables
     except tomllib.TOMLDecodeError as exc:
         raise KBError(f"{where}: {exc}") from None
     declared = data.get("category", category)
@@ -255,10 +307,10 @@ def load_kb() -> tuple[Signature, ...]:
     base = resources.files("k3doctor.explain") / "kb"
     sigs: list[Signature] = []
     seen: dict[str, str] = {}
-    for category in CATEGORIES:
-        res = base / f"{category}.toml"
-        text = res.read_text(encoding="utf-8")
-        for sig in parse_kb_text(text, category, f"kb/{category}.toml"):
+    texts = {category: (base / f"{category}.toml").read_text(encoding="utf-8") for category in CATEGORIES}
+    parsed = parsed_tables(texts, _read_parsed())
+    for category, text in texts.items():
+        for sig in parse_kb_text(text, category, f"kb/{category}.toml", parsed.get(category)):
             if sig.id in seen:
                 raise KBError(f"duplicate signature id {sig.id!r} ({seen[sig.id]} and {category})")
             seen[sig.id] = category
