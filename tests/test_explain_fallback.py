@@ -340,6 +340,26 @@ def test_no_term_means_other_not_silence():
     assert m.sig.id == "fallback-other" and "No category term" in m.cause
 
 
+@pytest.mark.parametrize("line", [
+    # glog / absl CHECK, and TVM's ICHECK as FlashInfer's TVM-FFI kernels print it (dev row flashinfer#3828)
+    "Check failed: num_tokens > 64 (7 vs. 64) : Decode (num_tokens <= 64) must go through",
+    "F1130 10:20:00.000000 4242 frob.cc:42] Check failed: widget_count == 3 (2 vs. 3)",
+])
+@pytest.mark.parametrize("prefilter", [False, True], ids=["text-mode", "log-mode"])
+def test_a_failed_check_is_an_explicit_error_even_without_a_category_word(line, prefilter):
+    """A failed CHECK aborts the process: with no category word it still gets a verdict (other, low
+    confidence) instead of silence, also beside a benign WARNING line that changes how the block wraps."""
+    notice = ("WARNING 07-03 17:16:00 [__init__.py:2782] Methods determine_num_available_blocks,device_config,"
+              "get_cache_block_size_bytes not implemented in <vllm.v1.worker.gpu_worker.Worker object at 0x78dfeb7665a0>")
+    for text in (line, notice + "\n" + line + "\n" + notice):
+        ms = matches(text, prefilter)
+        assert ms and ms[0].sig.id == "fallback-other" and ms[0].confidence == "low", text
+
+
+def test_a_passed_check_notice_stays_silent():
+    assert not matches("INFO 07-03 17:16:00 [health.py:12] Check passed: all 8 GPUs visible")
+
+
 def test_json_reports_the_confidence():
     r = run(["--format", "json", "RuntimeError: the gizmo driver version is too old for this runtime"])
     doc = json.loads(r.output)

@@ -68,7 +68,11 @@ FALLBACK_PREFIX = "fallback-"
 GATES = frozenset({"warning", "fallback", "corroboration"})
 MAX_LINES = 256          # error lines kept per report (first ones; the last exception separately)
 MAX_CLASSIFIED = 64      # of those, how many take part in the classification
-_EXPLICIT = re.compile(r"\b(?:ERROR|Error|FATAL|Fatal)\b|[Aa]ssertion|terminate called|Segmentation fault")
+#: (``Check failed:`` is a failed CHECK of glog, absl and TVM's ICHECK, which FlashInfer's TVM-FFI
+#: kernels print: an assertion that aborts, with or without a category word; the tenth session, from
+#: dev row flashinfer#3828, whose bare CHECK line got no verdict beside a dev benign WARNING line)
+_EXPLICIT = re.compile(r"\b(?:ERROR|Error|FATAL|Fatal)\b|[Aa]ssertion|terminate called|Segmentation fault"
+                       r"|\bCheck failed:")
 #: an exception name or a fatal word in any case (a lower-cased paste keeps them); bare "error" is
 #: left out so that "Ignore import error when loading ..." stays a notice
 _EXPLICIT_ANYCASE = re.compile(r"[a-z](?:error|exception)\b|\b(?:fatal|assertion)\b|terminate called"
