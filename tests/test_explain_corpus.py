@@ -1072,10 +1072,16 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     rounds 150 (two: r150-first-score.json, held-out benign 2/3) and 152 (one: 1/3) that were
     flagged when scored before use; rounds 149 and 151 brought held-out benign lines none of which
     was flagged before use (151 none at all). Which lines are flagged was not looked at. Not read,
-    not tuned on: the gate is 24.
+    not tuned on: the gate is 24. With rounds 153-166 of the tenth session merged (153-160 branched
+    from 74cb4c1, 161-166 from edf593e): 26, the 24 before plus, by count, the held-out lines of
+    rounds 163 (r163-first-score.json: held-out benign 1/2) and 166 (1/2) that were flagged when
+    scored before use (both rounds saw this test fail the same way on their branches); the twelve
+    other rounds brought held-out benign lines none of which was flagged before use. Seen as this
+    test's count after the merges; which lines are flagged was not looked at. Not read, not tuned
+    on: the gate is 26.
     MERGED-FIGURE"""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 24, f"{n} held-out benign lines flagged"
+    assert n <= 26, f"{n} held-out benign lines flagged"
 
 
 def test_benign_lines_never_outrank_errors():
