@@ -398,6 +398,10 @@ def test_top1_on_the_development_split(prefilter):
     use) merged as well: 2367/2524 (93.78%); with rounds 149-152 (branched from 6487f7f; 33 dev
     rows, 24/33 before use; round 152's dev benign row ray#15467 dropped after scoring) merged as
     well: 2394/2555 (93.70%): 0.931 holds.
+    Tenth session: rounds 153-160 (branched from 74cb4c1; 63 dev rows, 43/63 before use) merged on
+    main: 2448/2618 (93.51%); with rounds 161-166 (branched from edf593e; 46 dev rows, 27/46 before
+    use) and the fallback's explicit ``Check failed:`` merged as well: 2487/2661 (93.46%): 0.931
+    holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -708,7 +712,9 @@ def test_fallback_alone_on_the_development_split():
     consequence marker and network term root_unique_id; model rebuilt after every merge):
     2128/2524 (84.3%, the learned model in-sample; 5-fold 1895/2524, 75.1%); with rounds 149-152
     merged as well (no fallback term changed): 2149/2555 (84.1%; 5-fold 1913/2555, 74.9%): 0.762
-    holds.
+    holds. Tenth session, rounds 153-166 merged on main (no fallback term changed; ``Check failed:``
+    made an explicit error; model rebuilt after every merge): 2233/2661 (83.9%, the learned model
+    in-sample; 5-fold 1985/2661, 74.6%): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -931,6 +937,10 @@ def test_top1_on_the_heldout_split(prefilter):
     the batch's merges: 1179/1542 (76.46%); with rounds 143-148 (branched from 644807f) merged as
     well, measured once after their merges: 1196/1572 (76.08%); with rounds 149-152 (branched from
     6487f7f) merged as well, measured once after the last merge: 1205/1589 (75.83%): 0.736 holds.
+    Tenth session: with rounds 153-160 merged (each branched from 74cb4c1), measured once after the
+    batch's merges: 1228/1628 (75.43%); with rounds 161-166 (branched from edf593e) and the
+    fallback's explicit ``Check failed:`` merged as well, measured once after the last merge:
+    1256/1660 (75.66%): 0.736 holds.
     MERGED-FIGURE"""
 
 
