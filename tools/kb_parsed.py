@@ -42,7 +42,14 @@ def main(argv: list[str] | None = None) -> int:
         if old == text:
             print(f"{path.relative_to(ROOT)}: up to date")
             return 0
-        print(f"{path.relative_to(ROOT)}: out of date; run python tools/kb_parsed.py")
+        try:
+            recorded = json.loads(old).get("sha256", {}) if old else {}
+        except (ValueError, AttributeError):
+            recorded = {}
+        fresh = json.loads(text)["sha256"]
+        stale = [c for c in CATEGORIES if recorded.get(c) != fresh[c]] if isinstance(recorded, dict) else []
+        what = f" (stale: {', '.join(stale)})" if stale else ""
+        print(f"{path.relative_to(ROOT)}: out of date{what}; run python tools/kb_parsed.py")
         return 1
     path.write_text(text, encoding="utf-8")
     print(f"wrote {path.relative_to(ROOT)} ({len(text.encode()):,} bytes)")
