@@ -292,10 +292,9 @@ def test_no_fallback_term_is_listed_twice_in_a_category():
 # -- kb/kb-parsed.json: the TOML parsed ahead of time -------------------------------------------
 
 def _kb_texts() -> dict[str, str]:
-    from importlib import resources
+    from k3doctor.explain.kb import toml_texts
 
-    base = resources.files("k3doctor.explain") / "kb"
-    return {c: (base / f"{c}.toml").read_text(encoding="utf-8") for c in CATEGORIES}
+    return toml_texts()
 
 
 def test_the_shipped_parsed_kb_is_built_from_the_toml_as_it_is():
@@ -370,3 +369,18 @@ def test_load_kb_reads_the_parsed_kb_instead_of_parsing_toml(monkeypatch):
         monkeypatch.undo()
         kbmod.load_kb.cache_clear()
         kbmod.load_kb()
+
+
+def test_kb_parsed_tool_names_a_broken_toml_file_instead_of_a_traceback(tmp_path, monkeypatch, capsys):
+    import shutil
+
+    import tools.kb_parsed as tool
+
+    for c in CATEGORIES:
+        shutil.copy(tool.KB / f"{c}.toml", tmp_path / f"{c}.toml")
+    (tmp_path / "memory.toml").write_text("broken = [\n", encoding="utf-8")
+    monkeypatch.setattr(tool, "KB", tmp_path)
+    assert tool.main([]) == 2
+    err = capsys.readouterr().err
+    assert "memory.toml: not valid TOML" in err and "Traceback" not in err
+    assert not (tmp_path / "kb-parsed.json").exists()  # nothing written

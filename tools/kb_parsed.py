@@ -19,16 +19,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from k3doctor.explain.kb import CATEGORIES, PARSED_FILE, parsed_mirror  # noqa: E402
+from k3doctor.explain.kb import CATEGORIES, PARSED_FILE, parsed_mirror, toml_texts, tomllib  # noqa: E402
 
 KB = ROOT / "k3doctor" / "explain" / "kb"
 
 
-def render() -> str:
-    """The file's text for the TOML files as they are now (one table item per line, so that a
-    KB edit changes few lines of it)."""
-    texts = {c: (KB / f"{c}.toml").read_text(encoding="utf-8") for c in CATEGORIES}
-    return json.dumps(parsed_mirror(texts), ensure_ascii=False, indent=1) + "\n"
+def render(mirror: dict | None = None) -> str:
+    """The file's text for the TOML files as they are now, or for ``mirror`` (one table item per
+    line, so that a KB edit changes few lines of it)."""
+    mirror = parsed_mirror(toml_texts(KB)) if mirror is None else mirror
+    return json.dumps(mirror, ensure_ascii=False, indent=1) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,7 +36,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="only report whether the file is up to date")
     args = ap.parse_args(argv)
     path = KB / PARSED_FILE
-    text = render()
+    texts = toml_texts(KB)
+    try:
+        mirror = parsed_mirror(texts)
+    except tomllib.TOMLDecodeError:
+        for c, t in texts.items():  # (only to name the file)
+            try:
+                tomllib.loads(t)
+            except tomllib.TOMLDecodeError as exc:
+                print(f"{KB / f'{c}.toml'}: not valid TOML ({exc}); fix it, then run "
+                      "this again", file=sys.stderr)
+        return 2
+    text = render(mirror)
     if args.check:
         old = path.read_text(encoding="utf-8") if path.is_file() else ""
         if old == text:
@@ -46,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             recorded = json.loads(old).get("sha256", {}) if old else {}
         except (ValueError, AttributeError):
             recorded = {}
-        fresh = json.loads(text)["sha256"]
+        fresh = mirror["sha256"]
         stale = [c for c in CATEGORIES if recorded.get(c) != fresh[c]] if isinstance(recorded, dict) else []
         what = f" (stale: {', '.join(stale)})" if stale else ""
         print(f"{path.relative_to(ROOT)}: out of date{what}; run python tools/kb_parsed.py")

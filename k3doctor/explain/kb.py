@@ -45,7 +45,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 __all__ = ["CATEGORIES", "TIERS", "Signature", "load_kb", "KBError", "tomllib", "clean_line", "PARSED_FILE",
-           "parsed_mirror", "parsed_tables"]
+           "parsed_mirror", "parsed_tables", "toml_texts"]
 
 #: The categories, one TOML file each, in display order.
 CATEGORIES: tuple[str, ...] = (
@@ -260,6 +260,13 @@ def parsed_mirror(texts: dict[str, str]) -> dict[str, Any]:
             "data": {c: tomllib.loads(t) for c, t in texts.items()}}
 
 
+def toml_texts(base: Any = None) -> dict[str, str]:
+    """``{category: text}`` of the KB's TOML files, in :data:`CATEGORIES` order (``base``: the
+    directory holding them; the package's ``kb`` by default)."""
+    base = resources.files("k3doctor.explain") / "kb" if base is None else base
+    return {c: (base / f"{c}.toml").read_text(encoding="utf-8") for c in CATEGORIES}
+
+
 def _read_parsed() -> str | None:
     try:
         return (resources.files("k3doctor.explain") / "kb" / PARSED_FILE).read_text(encoding="utf-8")
@@ -304,10 +311,9 @@ def parse_kb_text(text: str, category: str, where: str = "<text>",
 @lru_cache(maxsize=1)
 def load_kb() -> tuple[Signature, ...]:
     """All signatures, in category order then file order. Cached per process."""
-    base = resources.files("k3doctor.explain") / "kb"
     sigs: list[Signature] = []
     seen: dict[str, str] = {}
-    texts = {category: (base / f"{category}.toml").read_text(encoding="utf-8") for category in CATEGORIES}
+    texts = toml_texts()
     parsed = parsed_tables(texts, _read_parsed())
     for category, text in texts.items():
         for sig in parse_kb_text(text, category, f"kb/{category}.toml", parsed.get(category)):
