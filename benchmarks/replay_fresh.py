@@ -17,6 +17,13 @@ and does the same for the round's dev benign rows (an alarm is a non-benign matc
     python benchmarks/replay_fresh.py                 # rounds 81 on (about a minute per commit)
     python benchmarks/replay_fresh.py --from-round 60 --to-round 97
     python benchmarks/replay_fresh.py --misses        # also list the dev rows that were missed
+    python benchmarks/replay_fresh.py --tiers         # by the tier of the answering signature
+
+``--tiers`` also explains each dev row with the fallback alone (no signature, the same package) and
+splits the signature answers by the tier of the signature (cause, generic, symptom, benign): how
+often each tier was right, and, where a signature answered, whether the fallback alone would have
+named the same category or the right one. It says whether letting the fallback overrule a weak
+(generic or symptom) signature would gain rows on errors nobody had written a rule for yet.
 
 Held-out rows (errors and benign) are dropped before anything is explained: their answers are
 never computed, so they cannot be printed. A round's rows are found by their excerpts in
@@ -40,18 +47,25 @@ ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "fixtures" / "errors"
 
 #: run inside the subprocess, with the old package first on sys.path: reads rows from stdin,
-#: writes one ``[category, id, confidence, alarm ids]`` per row
+#: writes one ``[category, id, confidence, alarm ids, tier, fallback-alone category]`` per row (the
+#: last two only with a second argument ``tiers``; the tier is ``?`` for a package without tiers)
 _WORKER = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
 from k3doctor.explain.scan import Scanner
 sc = Scanner()
+alone = Scanner(signatures=[]) if sys.argv[2:] == ["tiers"] else None
 out = []
 for r in json.load(sys.stdin):
-    rep = sc.explain_bytes(r["excerpt"].encode("utf-8", "surrogateescape"), prefilter=False)
+    text = r["excerpt"].encode("utf-8", "surrogateescape")
+    rep = sc.explain_bytes(text, prefilter=False)
     m = rep.matches[0] if rep.matches else None
-    out.append([m.sig.category if m else None, m.sig.id if m else None,
-                m.confidence if m else "", [x.sig.id for x in rep.matches if not x.benign]])
+    row = [m.sig.category if m else None, m.sig.id if m else None,
+           m.confidence if m else "", [x.sig.id for x in rep.matches if not x.benign]]
+    if alone is not None:
+        fb = alone.explain_bytes(text, prefilter=False).matches
+        row += [getattr(m.sig, "tier", "?") if m else None, fb[0].sig.category if fb else None]
+    out.append(row)
 json.dump(out, sys.stdout)
 """
 
@@ -91,8 +105,9 @@ def _order(label: str) -> tuple[int, str]:
     return int(label.rstrip("abcdefghijklmnopqrstuvwxyz")), label
 
 
-def explain_at(commit: str, rows: list[dict]) -> list[list]:
-    """Each row explained by the package as committed at ``commit`` (rows: dev only)."""
+def explain_at(commit: str, rows: list[dict], tiers: bool = False) -> list[list]:
+    """Each row explained by the package as committed at ``commit`` (rows: dev only); with
+    ``tiers``, also the answering signature's tier and the fallback alone's category."""
     blob = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit, "k3doctor"],
                           capture_output=True, check=True).stdout
     with tempfile.TemporaryDirectory(prefix="k3d-replay-") as tmp:
@@ -101,7 +116,8 @@ def explain_at(commit: str, rows: list[dict]) -> list[list]:
                 tar.extractall(tmp, filter="data")
             else:  # pragma: no cover - Python without extraction filters (our own git archive)
                 tar.extractall(tmp)
-        res = subprocess.run([sys.executable, "-c", _WORKER, tmp], input=json.dumps(rows),
+        res = subprocess.run([sys.executable, "-c", _WORKER, tmp] + (["tiers"] if tiers else []),
+                             input=json.dumps(rows),
                              capture_output=True, text=True, check=True)
     return json.loads(res.stdout)
 
@@ -111,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from-round", type=int, default=81, metavar="N")
     ap.add_argument("--to-round", type=int, default=10**6, metavar="N")
     ap.add_argument("--misses", action="store_true", help="list the missed dev rows (id, want, got)")
+    ap.add_argument("--tiers", action="store_true",
+                    help="split the signature answers by tier, against the fallback alone")
     args = ap.parse_args(argv)
 
     errors = {r["excerpt"]: r for r in load(CORPUS / "errors.jsonl")}
@@ -124,11 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     total: collections.Counter[str] = collections.Counter()
     per_sig: collections.Counter[str] = collections.Counter()
     misses = []
+    tiers: collections.Counter[tuple[str, str]] = collections.Counter()
     for commit, rounds in by_commit.items():
         rows = [r for n in rounds for r in round_rows(n, errors, benign=False)]
         bens = [r for n in rounds for r in round_rows(n, benign, benign=True)]
         try:
-            got = explain_at(commit, rows + bens)
+            got = explain_at(commit, rows + bens, args.tiers)
         except subprocess.CalledProcessError as exc:
             tail = (exc.stderr or b"")[-400:]
             tail = tail.decode("utf-8", "replace") if isinstance(tail, bytes) else tail
@@ -136,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"({' '.join(map(str, exc.cmd[:3]))} failed): {tail.strip()}", file=sys.stderr)
             return 3
         c: collections.Counter[str] = collections.Counter()
-        for r, (cat, sid, conf, _) in zip(rows, got[:len(rows)]):
+        for r, (cat, sid, conf, _, *extra) in zip(rows, got[:len(rows)]):
+            if extra and cat is not None and conf != "low":
+                count_tier(tiers, r["expected_category"], cat, *extra)
             if cat is None:
                 kind = "silent"
             else:
@@ -168,10 +189,43 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  benign dev rows: {total['benign alarms']} alarms of {total['benign rows']}")
     if per_sig:
         print("  signatures that answered wrong: " + ", ".join(f"{k} {v}" for k, v in per_sig.most_common()))
+    if args.tiers:
+        print_tiers(tiers)
     if args.misses:
         for m in misses:
             print("  - {} want {}, got {} ({})  {}".format(*m))
     return 0
+
+
+def count_tier(c: "collections.Counter[tuple[str, str]]", want: str, got: str, tier: str,
+               alone: str | None) -> None:
+    """Count one signature answer (category ``got`` from a signature of ``tier``) against the right
+    category ``want`` and the fallback alone's category ``alone`` (None: it was silent)."""
+    ok, alone_ok = got == want, alone == want
+    c[(tier, "answered")] += 1
+    c[(tier, "right")] += ok
+    if not ok:
+        c[(tier, "wrong, fallback agreed")] += alone == got
+        c[(tier, "wrong, fallback right")] += alone_ok
+    else:
+        c[(tier, "right, fallback not")] += not alone_ok
+
+
+def print_tiers(c: "collections.Counter[tuple[str, str]]") -> None:
+    """The signature answers by tier, and what the fallback alone would have said instead."""
+    order = ["cause", "generic", "symptom", "benign", "?"]
+    seen = sorted({t for t, _ in c}, key=lambda t: (order.index(t) if t in order else len(order), t))
+    print("  signature answers by tier (right/answered): " + ", ".join(
+        f"{t} {c[(t, 'right')]}/{c[(t, 'answered')]}" for t in seen))
+    wrong = sum(c[(t, "answered")] - c[(t, "right")] for t in seen)
+    agreed = sum(c[(t, "wrong, fallback agreed")] for t in seen)
+    right = sum(c[(t, "wrong, fallback right")] for t in seen)
+    print(f"  where a signature was wrong ({wrong}): the fallback alone named the same category on {agreed}, "
+          f"the right one on {right}")
+    weak = ("generic", "symptom")
+    gain = sum(c[(t, "wrong, fallback right")] for t in weak)
+    loss = sum(c[(t, "right, fallback not")] for t in weak)
+    print(f"  the fallback instead of a generic or symptom signature: {gain} rows gained, {loss} lost")
 
 
 if __name__ == "__main__":

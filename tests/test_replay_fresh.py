@@ -72,3 +72,30 @@ def test_a_commit_without_the_package_is_a_clear_error(corpus: Path, capsys: pyt
     assert replay_fresh.main(["--from-round", "7", "--to-round", "7"]) == 3
     err = capsys.readouterr().err
     assert "0000000000" in err and "git" in err
+
+
+def test_tiers_count_what_the_fallback_alone_would_have_said(capsys: pytest.CaptureFixture[str]) -> None:
+    """--tiers: per tier, right/answered; a wrong signature answer counted where the fallback alone
+    agreed with it or was right; a right weak answer counted where the fallback alone was not."""
+    c: replay_fresh.collections.Counter[tuple[str, str]] = replay_fresh.collections.Counter()
+    replay_fresh.count_tier(c, "memory", "memory", "cause", "memory")
+    replay_fresh.count_tier(c, "network", "other", "generic", "other")      # wrong, fallback agreed
+    replay_fresh.count_tier(c, "network", "other", "symptom", "network")    # wrong, fallback right
+    replay_fresh.count_tier(c, "version", "version", "generic", None)       # right, fallback silent
+    replay_fresh.print_tiers(c)
+    out = capsys.readouterr().out
+    assert "cause 1/1, generic 1/2, symptom 0/1" in out
+    assert "where a signature was wrong (2): the fallback alone named the same category on 1, the right one on 1" in out
+    assert "generic or symptom signature: 1 rows gained, 1 lost" in out
+
+
+def test_explain_at_with_tiers_adds_the_tier_and_the_fallback_alone() -> None:
+    head = replay_fresh.subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                                       text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout")
+    got = replay_fresh.explain_at(head.stdout.strip(), [
+        {"excerpt": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"},
+        {"excerpt": "hello world"}], tiers=True)
+    assert got[0][0] == "memory" and got[0][4] in ("cause", "generic", "symptom") and got[0][5] is not None
+    assert got[1][0] is None and got[1][4] is None and got[1][5] is None
