@@ -31,6 +31,15 @@ def corpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+def _head() -> str:
+    """HEAD's commit (skips the test outside a git checkout)."""
+    got = replay_fresh.subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                                      text=True)
+    if got.returncode != 0:
+        pytest.skip("not a git checkout")
+    return got.stdout.strip()
+
+
 def test_round_rows_keep_dev_rows_only(corpus: Path) -> None:
     errors = {"dev error": {"id": "a", "split": "dev", "excerpt": "dev error"},
               "held error": {"id": "b", "split": "heldout", "excerpt": "held error"},
@@ -53,11 +62,8 @@ def test_records_read_the_kb_commit_in_range(corpus: Path) -> None:
 
 
 def test_explain_at_runs_the_committed_package() -> None:
-    head = replay_fresh.subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
-                                       text=True)
-    if head.returncode != 0:
-        pytest.skip("not a git checkout")
-    got = replay_fresh.explain_at(head.stdout.strip(), [
+    head = _head()
+    got = replay_fresh.explain_at(head, [
         {"excerpt": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"},
         {"excerpt": "hello world"}])
     assert got[0][0] == "memory" and got[1][0] is None
@@ -90,11 +96,8 @@ def test_tiers_count_what_the_fallback_alone_would_have_said(capsys: pytest.Capt
 
 
 def test_explain_at_with_tiers_adds_the_tier_and_the_fallback_alone() -> None:
-    head = replay_fresh.subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
-                                       text=True)
-    if head.returncode != 0:
-        pytest.skip("not a git checkout")
-    got = replay_fresh.explain_at(head.stdout.strip(), [
+    head = _head()
+    got = replay_fresh.explain_at(head, [
         {"excerpt": "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"},
         {"excerpt": "hello world"}], tiers=True)
     assert got[0][0] == "memory" and got[0][4] in ("cause", "generic", "symptom") and got[0][5] is not None
