@@ -502,6 +502,23 @@ def test_a_consequence_beside_a_benign_line_gets_no_verdict(text, prefilter):
     assert found and all(m.benign for m in found), [m.sig.id for m in found]
 
 
+@pytest.mark.parametrize("prefilter", [False, True])
+def test_a_consequence_after_a_benign_line_keeps_its_verdict(prefilter):
+    """A consequence reports the line printed right *after* it (C++'s thrown error under "terminate
+    called after throwing", the exception under "Exception ignored in:"), never the line before it:
+    an unrelated harmless line just above a consequence does not hide it (dev benign row
+    3dcf719674, c10d's IPv6 probe, above the title of dev row 21c981877f: a sandwich test's pair)."""
+    probe = ("[W socket.cpp:426] [c10d] The server socket cannot be initialized on [::]:6001 (errno: 97 - "
+             "Address family not supported by protocol).")
+    title = ("[Bug] sglang 0.5.17 + hierarchical cache + chunked prefill 16K: scheduler hang in DSV4 sparse "
+             "prefill (watchdog abort) on DeepSeek-V4 FP8 / H20 \u2014 plus sampling device-side assert on 0.5.16+PR")
+    found = [m for m in matches(probe + "\n" + title, prefilter) if not m.benign]
+    assert found and found[0].sig.id.startswith(FALLBACK_PREFIX), [m.sig.id for m in found]
+    # ... while the same consequence right above the harmless line is read as reporting it, as
+    # round 92's rows are (the rule cannot tell a title from "terminate called after throwing")
+    assert all(m.benign for m in matches(title + "\n" + probe, prefilter))
+
+
 @pytest.mark.parametrize("text, want", [
     # the same consequences with no benign line beside them keep their verdict ...
     ("ConnectionResetError: [Errno 104] Connection reset by peer", "network"),

@@ -258,13 +258,13 @@ class _Aggregator:
         if verdict is None:  # only consequences, or the other lines are no explicit error
             lines, last = self.unexplained, self.last_exception or self.last_consequence
             if not causes:
-                # a consequence printed right beside a line a benign signature explained reports
+                # a consequence printed right above a line a benign signature explained reports
                 # that harmless line: C++ prints the thrown error on the line after "terminate
                 # called after throwing", Python prints an exception raised in __del__ under
-                # "Exception ignored in:" (round 92, dev benign rows pytorch#2530 and #9127)
+                # "Exception ignored in:" (round 92, dev benign rows pytorch#2530 and #9127); a
+                # harmless line right above a consequence is no part of it (it reports what follows)
                 benign_at = {loc for m in self.by_id.values() if m.benign for loc in m.locations}
-                lines = [it for it in lines if location(it[0], it[1] - 1) not in benign_at
-                         and location(it[0], it[1] + 1) not in benign_at]
+                lines = [it for it in lines if location(it[0], it[1] + 1) not in benign_at]
                 if not lines:
                     return None
                 last = last if last in lines else None
