@@ -10,8 +10,11 @@ same run and on the same file (page cache warmed by a first read), interleaved p
   the literals the fallback's error markers require), i.e. grep given the literals that an exact
   ``explain --log`` must find, case-insensitively (a reference, not the target).
 
-Each tool runs as a whole process; wall time and peak RSS (VmHWM) are its own. The load
-average is printed before and after (the machine is shared). The log is deleted afterwards
+Each tool runs as a whole process; wall time and peak RSS (VmHWM) are its own. Timed runs are not
+polled (polling /proc takes CPU time from a multi-process explain); memory comes from one more,
+polled run of each command. ``--pure-python`` adds the default explain with its pure-Python stage 1
+(``K3DOCTOR_PURE_PYTHON=1``) to the same interleaved runs. The load average is printed before and
+after (the machine is shared). The log is deleted afterwards
 unless --keep is given; never commit it.
 
     python benchmarks/bench_explain.py                 # 1 GiB, prints a Markdown table
@@ -171,9 +174,15 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def run_child(argv: list[str], stdout_path: str) -> tuple[float, int, int, int, int]:
+def run_child(argv: list[str], stdout_path: str, poll: bool = True) -> tuple[float, int, int, int, int]:
     """(wall seconds, peak RSS bytes, exit code, peak RSS of the whole process tree, peak PSS of
-    the tree) of one run.
+    the tree) of one run; with ``poll`` false, only the wall time and exit code (the memory
+    figures 0).
+
+    Timed runs are not polled: reading /proc every few milliseconds takes CPU time from the
+    command measured, and on a machine with as many CPUs as ``explain`` runs processes that
+    slowed explain (and not the one-process grep) by up to a third. Memory is measured in a
+    separate run of each command.
 
     Peak RSS is the process's VmHWM, polled every 5 ms until it exits (VmHWM only grows and is
     reset by execve, so it excludes the pages the child inherited from this Python parent;
@@ -185,6 +194,9 @@ def run_child(argv: list[str], stdout_path: str) -> tuple[float, int, int, int, 
     with open(stdout_path, "wb") as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.DEVNULL)
+        if not poll:
+            proc.wait()
+            return time.perf_counter() - t0, 0, proc.returncode, 0, 0
         peak = tree = pss = polls = 0
         while proc.poll() is None:
             peak = max(peak, _status(proc.pid, "VmHWM"))
@@ -208,6 +220,9 @@ def main() -> int:
     ap.add_argument("--kb-grep", action="store_true", help="also time grep -F -i with the prefilter's anchors (once)")
     ap.add_argument("--sweep", default="", metavar="N,N,...",
                     help="also time explain --jobs N for each N, in the same interleaved pairs")
+    ap.add_argument("--pure-python", action="store_true",
+                    help="also time the default explain with the pure-Python stage 1 (K3DOCTOR_PURE_PYTHON=1), "
+                         "in the same interleaved pairs")
     ap.add_argument("--unique-ids", action="store_true",
                     help="fresh request/communicator ids in every block (a real server's log; slower to generate)")
     ap.add_argument("--generate-only", default=None, help=argparse.SUPPRESS)
@@ -250,7 +265,8 @@ def main() -> int:
                "import sys; sys.path.insert(0, %r); from k3doctor.commands.explain import command; "
                "command(['--log', %r, '--format', 'json', '--max', '0'])" % (str(ROOT), str(log))]
     one_argv = k3_argv[:-1] + [k3_argv[-1].replace("'--max', '0'", "'--max', '0', '--jobs', '1'")]
-    results: dict[str, list[tuple[float, int, int, int, int]]] = {"grep": [], "k3": [], "kb": [], "one": []}
+    results: dict[str, list[tuple[float, int, int, int, int]]] = {"grep": [], "k3": [], "kb": [], "one": [], "py": []}
+    py_argv = ["env", "K3DOCTOR_PURE_PYTHON=1"] + k3_argv if args.pure_python else []
     sweep = [int(n) for n in args.sweep.split(",") if n.strip()]
     sweep_argv = {n: k3_argv[:-1] + [k3_argv[-1].replace("'--max', '0'", f"'--max', '0', '--jobs', '{n}'")]
                   for n in sweep}
@@ -265,14 +281,20 @@ def main() -> int:
         kws.write_text("\n".join(anchors) + "\n")
         kb_argv = ["grep", "-F", "-i", "-c", "-a", "-f", str(kws), str(log)]
     load_before = os.getloadavg()
-    for _ in range(args.repeat):
-        results["grep"].append(run_child(grep_argv, str(tmpdir / "grep.out")))
-        if kb_argv:
-            results["kb"].append(run_child(kb_argv, str(tmpdir / "kb.out")))
-        results["k3"].append(run_child(k3_argv, str(tmpdir / "k3.json")))
-        results["one"].append(run_child(one_argv, str(tmpdir / "one.json")))
-        for n, argv in sweep_argv.items():
-            results[f"j{n}"].append(run_child(argv, str(tmpdir / f"j{n}.json")))
+    runs: dict[str, tuple[list[str], str]] = {"grep": (grep_argv, "grep.out")}
+    if kb_argv:
+        runs["kb"] = (kb_argv, "kb.out")
+    runs["k3"] = (k3_argv, "k3.json")
+    runs["one"] = (one_argv, "one.json")
+    runs.update({f"j{n}": (argv, f"j{n}.json") for n, argv in sweep_argv.items()})
+    if py_argv:
+        runs["py"] = (py_argv, "py.json")
+    for _ in range(args.repeat):  # timed, interleaved, not polled
+        for key, (argv, out) in runs.items():
+            results[key].append(run_child(argv, str(tmpdir / out), poll=False))
+    for key, (argv, out) in runs.items():  # memory: one polled run of each
+        _w, peak, _rc, tree_, pss_ = run_child(argv, str(tmpdir / out))
+        results[key] = [(w, peak, rc, tree_, pss_) for w, _p, rc, _t, _s in results[key]]
     load_after = os.getloadavg()
     kb_line = ""
     if kb_argv:
@@ -294,6 +316,15 @@ def main() -> int:
         same = same and json.loads((tmpdir / f"j{n}.json").read_text())["matches"] == json.loads(
             (tmpdir / "one.json").read_text())["matches"]
     sweep_rows = ""
+    if py_argv:
+        same = same and json.loads((tmpdir / "py.json").read_text())["matches"] == json.loads(
+            (tmpdir / "one.json").read_text())["matches"]
+        rs = sorted(r[0] / g_[0] for g_, r in zip(results["grep"], results["py"]) if g_[0])
+        best = min(results["py"], key=lambda r: r[0])
+        sweep_rows += (f"| `K3DOCTOR_PURE_PYTHON=1 ...` (default, the pure-Python stage 1) | {best[0]:.2f} | "
+                       f"{best[1] / 1e6:.1f} (tree {max(r[3] for r in results['py']) / 1e6:.1f}, PSS "
+                       f"{max(r[4] for r in results['py']) / 1e6:.1f}) | {size / 1e6 / best[0]:.0f} "
+                       f"| **{rs[len(rs) // 2]:.2f}x** ({rs[0]:.2f}-{rs[-1]:.2f}x) |\n")
     for n in sweep:
         rs = sorted(r[0] / g_[0] for g_, r in zip(results["grep"], results[f"j{n}"]) if g_[0])
         best = min(results[f"j{n}"], key=lambda r: r[0])
@@ -308,16 +339,19 @@ def main() -> int:
 
     ok = got[:1] == ["torch-cuda-oom"] and counts.get("nccl-watchdog-timeout", 0) == planted - 2
     ratio = ratios[len(ratios) // 2] if ratios else float("inf")
+    from k3doctor.explain.literal_scan import available as c_stage1
     from k3doctor.explain.split_scan import usable_cpus
 
     one_ratio = one_ratios[len(one_ratios) // 2]
     md = f"""# `k3doctor explain --log` benchmark
 
 Generated by `python benchmarks/bench_explain.py --size-mb {args.size_mb}{' --unique-ids' if args.unique_ids else ''}` (same run, same file,
-page cache warm; {args.repeat} interleaved pairs, best times shown). Machine: {os.cpu_count()} CPUs visible,
+page cache warm; {args.repeat} interleaved timed runs of each, best times shown, not polled; memory from one
+more polled run of each). Machine: {os.cpu_count()} CPUs visible,
 {usable_cpus()} usable (shared;
 load average {load_before[0]:.1f} before, {load_after[0]:.1f} after), Python
-{sys.version.split()[0]}, `{subprocess.run(['grep', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}`.
+{sys.version.split()[0]}, `{subprocess.run(['grep', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}`;
+explain's stage 1: {'the C extension (k3doctor/explain/_litscan.c)' if c_stage1() else 'pure Python (the C extension is not built here, or K3DOCTOR_PURE_PYTHON is set)'}.
 
 | | wall (s) | peak RSS (MB) | throughput (MB/s) | ratio to grep (median, range) |
 |---|---:|---:|---:|---|

@@ -158,3 +158,24 @@ def test_log_scan_reports_progress_in_bytes(tmp_path) -> None:  # type: ignore[n
     seen: list[int] = []
     explain_paths([str(log)], progress=seen.append)
     assert len(seen) >= 3 and seen == sorted(seen) and seen[-1] == log.stat().st_size
+
+
+def test_without_the_c_extension_the_python_prefilter_is_used(monkeypatch, tmp_path):
+    """Where ``_litscan`` was not built (no C compiler at install time), stage 1 is the Python
+    prefilter, ``k3doctor version`` says so, and a log scan still finds the error."""
+    from click.testing import CliRunner
+
+    from k3doctor.cli import main
+    from k3doctor.explain import literal_scan
+
+    monkeypatch.setattr(literal_scan, "_litscan", None)
+    assert not literal_scan.available() and "not built" in literal_scan.stage1_description()
+    scanner = Scanner()
+    assert literal_scan.build(scanner.prefilter, b"") is None
+    log = tmp_path / "rank0.log"
+    log.write_bytes(b"INFO ok\n" * 1000 + b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    report = scanner.explain_files([str(log)], jobs=1)
+    assert report.matches and report.matches[0].sig.category == "memory"
+    assert scanner._literal is None
+    out = CliRunner().invoke(main, ["version"]).output
+    assert "explain --log stage 1: pure Python" in out

@@ -106,3 +106,6 @@ def version_command() -> None:
         click.echo(f"  {origin:<28} {n:>3} checks  ({dist} {ver})")
     for name, err in reg.errors:
         click.echo(f"  load error {name}: {err}")
+    from ..explain.literal_scan import stage1_description
+
+    click.echo(f"  explain --log stage 1: {stage1_description()}")

@@ -44,10 +44,11 @@ anchored at the start of the lines after the few full ones. A logical line stops
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from itertools import accumulate, compress, count
 from operator import not_
 
-__all__ = ["wrapped_groups", "join_pieces", "logical_lines", "MIN_WIDTH", "SLACK", "MAX_JOINED"]
+__all__ = ["Lines", "wrapped_groups", "join_pieces", "logical_lines", "MIN_WIDTH", "SLACK", "MAX_JOINED"]
 
 MIN_WIDTH = 40           # a block whose longest line is shorter is not taken for a wrapped one
 SLACK = 24               # a full line is at most this much shorter than the width
@@ -153,30 +154,60 @@ def _lead(line: bytes) -> int:
     return m.end() if m else 0
 
 
-def _width(line: "_Lines", lens: list[int], near: list[int], top: int) -> int:
+def _width(line: "Lines", near: list[int], top: int) -> int:
     """The wrap width of the block: how far its lines reach (:func:`_extent`). Only the lines whose
     length can reach the answer are looked at (``near``: the indices of the lines within SLACK of
     the longest, first; ``top``: the longest length), each distinct text once (a log repeats its
     lines); none but the first when it reaches its full length (no line can reach further)."""
     floor = top
-    first = next(i for i in near if lens[i] == floor)
+    first = next(i for i in near if line.length(i) == floor)
     width = _extent(line(first))
     if width < floor:  # (an unframed longest line reaches its length, and no line further)
-        width = max(map(_extent, {line(i) for i in near if lens[i] == floor}))
+        width = max(map(_extent, {line(i) for i in near if line.length(i) == floor}))
     while width < floor and floor > MIN_WIDTH:
         floor = max(width, MIN_WIDTH)
-        width = max(width, max(map(_extent, {line(i) for i in compress(count(), map(floor.__le__, lens))})))
+        width = max(width, max(map(_extent, set(line.many(line.at_least(floor))))))
     return width
 
 
-class _Lines:
-    """Line ``i`` of a block, sliced out when asked for (the lengths are known: the scanner has
-    split the block already), so a block with few full lines is not split a second time."""
+class Lines:
+    """The physical lines of a block, by index (as ``buf.split(b"\\n")``), sliced out when asked
+    for: the lengths are known (the scanner has split the block already, or its C pass
+    (:mod:`.literal_scan`) recorded where each line ends), so a block with few full lines is not
+    split a second time."""
 
-    def __init__(self, buf: bytes, lens: list[int], ends: list[int] | None = None) -> None:
-        self.buf, self.lens = buf, lens
+    def __init__(self, buf: bytes, lens: list[int] | None = None, ends: list[int] | None = None) -> None:
+        self.buf = buf
+        self.lens = list(map(len, buf.split(b"\n"))) if lens is None else lens
         #: the running sum of ``lens`` (line i starts at ends[i] - lens[i] + i)
-        self.ends = list(accumulate(lens)) if ends is None else ends
+        self.ends = list(accumulate(self.lens)) if ends is None else ends
+
+    def __len__(self) -> int:
+        return len(self.lens)
+
+    @property
+    def top(self) -> int:
+        """The longest line's length."""
+        return max(self.lens)
+
+    def length(self, i: int) -> int:
+        return self.lens[i]
+
+    def lengths(self, idx: "Sequence[int]") -> list[int]:
+        lens = self.lens
+        return [lens[i] for i in idx]
+
+    def at_least(self, n: int) -> list[int]:
+        """The indices of the lines at least ``n`` bytes long, in order."""
+        return list(compress(count(), map(n.__le__, self.lens)))
+
+    def start(self, i: int) -> int:
+        """The offset of line ``i``'s first byte."""
+        return self.ends[i] + i - self.lens[i]
+
+    def end(self, i: int) -> int:
+        """The offset just after line ``i`` (its newline)."""
+        return self.ends[i] + i
 
     def __call__(self, i: int) -> bytes:
         end = self.ends[i] + i
@@ -198,32 +229,31 @@ def _line_of(buf: bytes, offsets: list[int]) -> list[int]:
     return out
 
 
-def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | None = None
-                   ) -> tuple[dict[int, int], int]:
+def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | None = None,
+                   lines: "Lines | None" = None) -> tuple[dict[int, int], int]:
     """``({first: last}, width)``: the line indices (0-based, as ``buf.split(b"\\n")``) of every run
     of physical lines of ``buf`` that form one logical line (lines in no run stand alone), and the
-    block's wrap width (``lens``: the lengths of those lines, where the caller has them)."""
-    if lens is None:
-        lens = list(map(len, buf.split(b"\n")))
-    if len(lens) < 2:
+    block's wrap width (``lens``, ``ends``: the lengths of those lines and their running sum, or
+    ``lines``: a :class:`Lines` of the block, where the caller has them)."""
+    line = lines if lines is not None else Lines(buf, lens, ends)
+    if len(line) < 2:
         return {}, 0
-    line = _Lines(buf, lens, ends)
-    top = max(lens)
+    top = line.top
     if top < MIN_WIDTH:
         return {}, 0
-    near = list(compress(count(), map((top - SLACK).__le__, lens)))
-    width = _width(line, lens, near, top)
+    near = line.at_least(top - SLACK)
+    width = _width(line, near, top)
     if width < MIN_WIDTH:
         return {}, width
     low = width // 4
     high = max(low, width - SLACK)
-    last = len(lens) - 1
+    last = len(line) - 1
     # (the lines near the longest are the full ones, unless a border or padding shortened it)
-    full = set(near) if high == top - SLACK else set(compress(count(), map(high.__le__, lens)))
+    full = set(near) if high == top - SLACK else set(line.at_least(high))
     if low < high and width <= LONG_WIDTH:
         # a shorter line, where the next line starts with a word longer than SLACK
         starts = [m.start() + 1 for m in _LONG_NEXT.finditer(buf)]
-        full.update(i - 1 for i in _line_of(buf, starts) if lens[i - 1] >= low)
+        full.update(i - 1 for i in _line_of(buf, starts) if line.length(i - 1) >= low)
     full.discard(last)
     order = sorted(full)
     curs, nxts = line.many(order), line.many([i + 1 for i in order])
@@ -237,7 +267,7 @@ def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | 
     record = _RECORD.match
     # one line alone reaching near the width shows no wrap width (an unwrapped paste's longest line
     # reaches its own length): after it, only a line starting in lower case continues it outright
-    alone = len(counted) < 2 or sum(1 for k in counted if lens[order[k]] >= width - SLACK) < 2
+    alone = len(counted) < 2 or sum(map((width - SLACK).__le__, line.lengths([order[k] for k in counted]))) < 2
     # a wrapped line goes on the same way wherever it is printed again, so a full line printed
     # again as the block's last line ends where it ends; and the block's first line starts a
     # record, so a line printed again as the first line is no continuation
@@ -337,25 +367,20 @@ def join_pieces(pieces: list[bytes], width: int) -> tuple[bytes, bytes | None]:
     return b"".join(spaced), (b"".join(glued) if cuts else None)
 
 
-def logical_lines(buf: bytes, lens: list[int] | None = None, ends: list[int] | None = None
-                  ) -> list[tuple[int, int, int, bytes, bytes | None]]:
+def logical_lines(buf: bytes, lens: list[int] | None = None, ends: list[int] | None = None,
+                  lines: "Lines | None" = None) -> list[tuple[int, int, int, bytes, bytes | None]]:
     """The logical lines of ``buf`` that join several physical ones, in order, as ``(start byte,
     end byte of the last piece, first line index, line, glued reading or None)``
     (:func:`wrapped_groups`, :func:`join_pieces`); ``[]`` for a block with no wrapped line
-    (``lens``, ``ends``: the lengths of the block's lines and their running sum, where the caller
-    has split it already)."""
-    if lens is None:
-        lens = list(map(len, buf.split(b"\n")))
-    groups, width = wrapped_groups(buf, lens, ends)
+    (``lens``, ``ends``: the lengths of the block's lines and their running sum, or ``lines``: a
+    :class:`Lines` of the block, where the caller has split it already)."""
+    line = lines if lines is not None else Lines(buf, lens, ends)
+    groups, width = wrapped_groups(buf, lines=line)
     if not groups:
         return []
     out = []
-    pos, at = 0, 0
     for first in sorted(groups):
-        last = groups[first]
-        pos += sum(lens[at:first]) + (first - at)
-        at = first
-        end = pos + sum(lens[first: last + 1]) + (last - first)
+        pos, end = line.start(first), line.end(groups[first])
         pieces = buf[pos:end].split(b"\n")
         spaced, glued = join_pieces(pieces, width)
         out.append((pos, end, first, spaced, glued))

@@ -19,9 +19,11 @@ from collections import defaultdict
 from itertools import accumulate
 from typing import BinaryIO, Callable, Iterable, Sequence
 
-from .assemble import logical_lines
+from .assemble import Lines, logical_lines
 from .fallback import FallbackModel, load_fallback
 from .kb import Signature, clean_line, load_kb
+from .literal_scan import EndsLines, LiteralScan
+from .literal_scan import build as build_literal_scan
 from .prefilter import Prefilter, derive_anchors, fold, required_literals
 from .split_scan import MAX_PROCS, RANGE_MIN, SPLIT_MIN, FileView, Helper, start_helpers, usable_cpus
 from .results import MAX_LINE, MEMO_LINES, Match, Report, _Aggregator, _Hits, _Memo
@@ -73,6 +75,7 @@ class Scanner:
         self._anchors = anchors
         self._prefilter: Prefilter | None = None
         self._error_gate: tuple[str, ...] | None | bool = False  # False: not built yet
+        self._literal: LiteralScan | None | bool = False  # False: not built yet
 
     @property
     def prefilter(self) -> Prefilter:
@@ -87,6 +90,14 @@ class Scanner:
                 derived = derive_anchors([k for k, _ in self._keywords], markers)
                 self._prefilter = Prefilter(None) if derived is None else Prefilter(*derived)
         return self._prefilter
+
+    def literal_scan(self, sample: bytes) -> LiteralScan | None:
+        """Stage 1 in C (:mod:`.literal_scan`), built on first use from the prefilter and the
+        first block (``sample``); None where the extension is not built or cannot run this KB's
+        prefilter (then the Python prefilter is used: the same lines)."""
+        if self._literal is False:
+            self._literal = build_literal_scan(self.prefilter, sample)
+        return self._literal  # type: ignore[return-value]
 
     @property
     def error_gate(self) -> tuple[str, ...] | None:
@@ -267,14 +278,14 @@ class Scanner:
         return hits, hard
 
     def _assembled(self, buf: bytes, spans: list[tuple[int, int, int]], prefilter: bool,
-                   lines: tuple[list[int], list[int]] | None = None
+                   lines: "Lines | EndsLines | None" = None
                    ) -> tuple[list[tuple[int, int, int]], dict[int, tuple[bytes, bytes | None]]]:
         """``spans`` with the physical lines of each wrapped line replaced by the logical line
         (:mod:`.assemble`), and the logical lines by their first line index: ``(line, glued
         reading or None)``. In log mode a logical line is examined when one of its pieces is a
         candidate or the joined text carries an anchor (one cut in two by the wrap), so both modes
         examine every logical line that can matter and give the same answer."""
-        joined = logical_lines(buf, *lines) if lines is not None else logical_lines(buf)
+        joined = logical_lines(buf, lines=lines)  # type: ignore[arg-type]
         if not joined:
             return spans, {}
         # pieces of a logical line: the index range first..last (a piece holds no newline)
@@ -284,8 +295,10 @@ class Scanner:
         if prefilter and not self.prefilter.every_line:
             texts = [line if glued is None else line + b"\n" + glued for _s, _e, _f, line, glued in joined]
             owner = [k for k, t in enumerate(texts) for _ in range(t.count(b"\n") + 1)]
-            hit_lines, _n = self.prefilter.candidates(b"\n".join(texts))
-            keep = {owner[i] for _s, _e, i in hit_lines} | {inside[i] for _s, _e, i in spans if i in inside}
+            fast = self._literal if isinstance(self._literal, LiteralScan) else None
+            text = b"\n".join(texts)
+            hit = fast.hit_lines(text) if fast is not None else [i for _s, _e, i in self.prefilter.candidates(text)[0]]
+            keep = {owner[i] for i in hit} | {inside[i] for _s, _e, i in spans if i in inside}
         out = [span for span in spans if span[2] not in inside]
         out += [(joined[k][0], joined[k][1], joined[k][2]) for k in keep]
         out.sort(key=lambda span: span[2])
@@ -305,13 +318,18 @@ class Scanner:
             physical, newlines = self._all_spans(buf)
             spans, joined = self._assembled(buf, physical, prefilter)
             return spans, joined, newlines
+        fast = self.literal_scan(buf)
+        if fast is not None:
+            hits, table, newlines = fast.scan(buf)
+            spans, joined = self._assembled(buf, [(table.start(i), table.end(i), i) for i in hits], prefilter, table)
+            return spans, joined, newlines
         folded = fold(buf)
         lines = folded.split(b"\n")  # (one split: its lengths serve line assembly as well)
         lens = list(map(len, lines))
         ends = list(accumulate(lens))
         physical, newlines = self.prefilter.candidates(buf, folded, lines, ends)
         del folded, lines  # (bounded memory: only the lengths are needed from here)
-        spans, joined = self._assembled(buf, physical, prefilter, (lens, ends))
+        spans, joined = self._assembled(buf, physical, prefilter, Lines(buf, lens, ends))
         return spans, joined, newlines
 
     def _stage2(self, buf: "bytes | FileView", tail: bytes, spans: list[tuple[int, int, int]],
