@@ -160,6 +160,14 @@ def test_matcher_refuses_bad_input(args):
         ls._litscan.Matcher(*args)
 
 
+def test_an_uninitialised_matcher_refuses_to_scan():
+    m = ls._litscan.Matcher.__new__(ls._litscan.Matcher)
+    with pytest.raises(RuntimeError):
+        m.scan(b"x")
+    with pytest.raises(TypeError):
+        ls._litscan.Matcher([b"abc"], [0], [], bytes(256)).scan("text, not bytes")
+
+
 # -- the line table and the whole scan -----------------------------------------------------------
 
 def test_line_table_matches_the_python_one():

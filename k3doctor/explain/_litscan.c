@@ -271,6 +271,10 @@ static int append_index(PyObject *list, Py_ssize_t v) {
 static PyObject *Matcher_scan(Matcher *m, PyObject *args) {
     Py_buffer b;
     int hand_back = 1;  /* 0: an ESC byte is searched as any other byte (text already stripped) */
+    if (!m->bitmap || !m->slot_gram || !m->tails) {
+        PyErr_SetString(PyExc_RuntimeError, "Matcher is not initialised");
+        return NULL;
+    }
     if (!PyArg_ParseTuple(args, "y*|p", &b, &hand_back)) return NULL;
     const uint8_t *t = b.buf;
     Py_ssize_t n = b.len;
