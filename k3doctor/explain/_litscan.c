@@ -384,6 +384,30 @@ static PyObject *at_least(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* lengths(ends, idx) -> [length of line idx[0], ...] (ends: a scan's line ends) */
+static PyObject *lengths_of(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer e;
+    PyObject *idx;
+    if (!PyArg_ParseTuple(args, "y*O!", &e, &PyList_Type, &idx)) return NULL;
+    const uint32_t *ends = e.buf;
+    Py_ssize_t nl = e.len / 4, k = PyList_GET_SIZE(idx);
+    PyObject *out = PyList_New(k);
+    for (Py_ssize_t j = 0; out && j < k; j++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(idx, j));
+        if (i < 0 || i >= nl) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_IndexError, "line index out of range");
+            Py_CLEAR(out);
+            break;
+        }
+        PyObject *v = PyLong_FromSsize_t((Py_ssize_t)ends[i] - (i ? (Py_ssize_t)ends[i - 1] + 1 : 0));
+        if (!v) { Py_CLEAR(out); break; }
+        PyList_SET_ITEM(out, j, v);
+    }
+    PyBuffer_Release(&e);
+    return out;
+}
+
 /* lines(buf, ends, idx) -> [line idx[0], line idx[1], ...] as bytes (ends: a scan's line ends) */
 static PyObject *lines_of(PyObject *self, PyObject *args) {
     (void)self;
@@ -439,6 +463,7 @@ static PyTypeObject MatcherType = {
 static PyMethodDef module_methods[] = {
     {"at_least", at_least, METH_VARARGS, "at_least(ends, threshold) -> line indices"},
     {"lines", lines_of, METH_VARARGS, "lines(buf, ends, idx) -> the lines idx, as bytes"},
+    {"lengths", lengths_of, METH_VARARGS, "lengths(ends, idx) -> the lengths of the lines idx"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -160,10 +160,10 @@ def _width(line: "Lines", near: list[int], top: int) -> int:
     the longest, first; ``top``: the longest length), each distinct text once (a log repeats its
     lines); none but the first when it reaches its full length (no line can reach further)."""
     floor = top
-    first = next(i for i in near if line.length(i) == floor)
-    width = _extent(line(first))
+    longest = [i for i, n in zip(near, line.lengths(near)) if n == floor]
+    width = _extent(line(longest[0]))
     if width < floor:  # (an unframed longest line reaches its length, and no line further)
-        width = max(map(_extent, {line(i) for i in near if line.length(i) == floor}))
+        width = max(map(_extent, set(line.many(longest))))
     while width < floor and floor > MIN_WIDTH:
         floor = max(width, MIN_WIDTH)
         width = max(width, max(map(_extent, set(line.many(line.at_least(floor))))))

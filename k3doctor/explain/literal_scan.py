@@ -181,8 +181,7 @@ class EndsLines:
         return self.buf[self.start(i): self._ends[i]]
 
     def lengths(self, idx: Sequence[int]) -> list[int]:
-        ends = self._ends
-        return [ends[i] - (ends[i - 1] + 1 if i else 0) for i in idx]
+        return _litscan.lengths(self._raw, list(idx))  # type: ignore[no-any-return, union-attr]
 
     def many(self, idx: list[int]) -> list[bytes]:
         return _litscan.lines(self.buf, self._raw, idx)  # type: ignore[no-any-return, union-attr]
