@@ -186,6 +186,8 @@ def test_line_table_matches_the_python_one():
     assert logical_lines(data, lines=table) == logical_lines(data)
     with pytest.raises(IndexError):
         ls._litscan.lines(data, table._raw, [len(py)])
+    with pytest.raises(IndexError):
+        ls._litscan.lengths(table._raw, [-1])
 
 
 def test_a_log_gives_the_same_report_with_either_stage_1(tmp_path, monkeypatch):
