@@ -45,10 +45,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Protocol
 from itertools import accumulate, compress, count
 from operator import not_
 
-__all__ = ["Lines", "wrapped_groups", "join_pieces", "logical_lines", "MIN_WIDTH", "SLACK", "MAX_JOINED"]
+__all__ = ["Lines", "LineTable", "wrapped_groups", "join_pieces", "logical_lines", "MIN_WIDTH", "SLACK", "MAX_JOINED"]
 
 MIN_WIDTH = 40           # a block whose longest line is shorter is not taken for a wrapped one
 SLACK = 24               # a full line is at most this much shorter than the width
@@ -154,7 +155,7 @@ def _lead(line: bytes) -> int:
     return m.end() if m else 0
 
 
-def _width(line: "Lines", near: list[int], top: int) -> int:
+def _width(line: LineTable, near: list[int], top: int) -> int:
     """The wrap width of the block: how far its lines reach (:func:`_extent`). Only the lines whose
     length can reach the answer are looked at (``near``: the indices of the lines within SLACK of
     the longest, first; ``top``: the longest length), each distinct text once (a log repeats its
@@ -168,6 +169,22 @@ def _width(line: "Lines", near: list[int], top: int) -> int:
         floor = max(width, MIN_WIDTH)
         width = max(width, max(map(_extent, set(line.many(line.at_least(floor))))))
     return width
+
+
+class LineTable(Protocol):
+    """What line assembly reads of a block's physical lines (:class:`Lines`, or the C stage 1's
+    :class:`~.literal_scan.EndsLines`)."""
+
+    @property
+    def top(self) -> int: ...
+    def __len__(self) -> int: ...
+    def length(self, i: int) -> int: ...
+    def lengths(self, idx: Sequence[int]) -> list[int]: ...
+    def at_least(self, n: int) -> list[int]: ...
+    def start(self, i: int) -> int: ...
+    def end(self, i: int) -> int: ...
+    def __call__(self, i: int) -> bytes: ...
+    def many(self, idx: list[int]) -> list[bytes]: ...
 
 
 class Lines:
@@ -193,7 +210,7 @@ class Lines:
     def length(self, i: int) -> int:
         return self.lens[i]
 
-    def lengths(self, idx: "Sequence[int]") -> list[int]:
+    def lengths(self, idx: Sequence[int]) -> list[int]:
         lens = self.lens
         return [lens[i] for i in idx]
 
@@ -230,12 +247,12 @@ def _line_of(buf: bytes, offsets: list[int]) -> list[int]:
 
 
 def wrapped_groups(buf: bytes, lens: list[int] | None = None, ends: list[int] | None = None,
-                   lines: "Lines | None" = None) -> tuple[dict[int, int], int]:
+                   lines: LineTable | None = None) -> tuple[dict[int, int], int]:
     """``({first: last}, width)``: the line indices (0-based, as ``buf.split(b"\\n")``) of every run
     of physical lines of ``buf`` that form one logical line (lines in no run stand alone), and the
     block's wrap width (``lens``, ``ends``: the lengths of those lines and their running sum, or
     ``lines``: a :class:`Lines` of the block, where the caller has them)."""
-    line = lines if lines is not None else Lines(buf, lens, ends)
+    line: LineTable = lines if lines is not None else Lines(buf, lens, ends)
     if len(line) < 2:
         return {}, 0
     top = line.top
@@ -368,13 +385,13 @@ def join_pieces(pieces: list[bytes], width: int) -> tuple[bytes, bytes | None]:
 
 
 def logical_lines(buf: bytes, lens: list[int] | None = None, ends: list[int] | None = None,
-                  lines: "Lines | None" = None) -> list[tuple[int, int, int, bytes, bytes | None]]:
+                  lines: LineTable | None = None) -> list[tuple[int, int, int, bytes, bytes | None]]:
     """The logical lines of ``buf`` that join several physical ones, in order, as ``(start byte,
     end byte of the last piece, first line index, line, glued reading or None)``
     (:func:`wrapped_groups`, :func:`join_pieces`); ``[]`` for a block with no wrapped line
     (``lens``, ``ends``: the lengths of the block's lines and their running sum, or ``lines``: a
     :class:`Lines` of the block, where the caller has split it already)."""
-    line = lines if lines is not None else Lines(buf, lens, ends)
+    line: LineTable = lines if lines is not None else Lines(buf, lens, ends)
     groups, width = wrapped_groups(buf, lines=line)
     if not groups:
         return []

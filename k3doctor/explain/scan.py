@@ -19,10 +19,10 @@ from collections import defaultdict
 from itertools import accumulate
 from typing import BinaryIO, Callable, Iterable, Sequence
 
-from .assemble import Lines, logical_lines
+from .assemble import Lines, LineTable, logical_lines
 from .fallback import FallbackModel, load_fallback
 from .kb import Signature, clean_line, load_kb
-from .literal_scan import EndsLines, LiteralScan
+from .literal_scan import LiteralScan
 from .literal_scan import build as build_literal_scan
 from .prefilter import Prefilter, derive_anchors, fold, required_literals
 from .split_scan import MAX_PROCS, RANGE_MIN, SPLIT_MIN, FileView, Helper, start_helpers, usable_cpus
@@ -278,14 +278,14 @@ class Scanner:
         return hits, hard
 
     def _assembled(self, buf: bytes, spans: list[tuple[int, int, int]], prefilter: bool,
-                   lines: "Lines | EndsLines | None" = None
+                   lines: LineTable | None = None
                    ) -> tuple[list[tuple[int, int, int]], dict[int, tuple[bytes, bytes | None]]]:
         """``spans`` with the physical lines of each wrapped line replaced by the logical line
         (:mod:`.assemble`), and the logical lines by their first line index: ``(line, glued
         reading or None)``. In log mode a logical line is examined when one of its pieces is a
         candidate or the joined text carries an anchor (one cut in two by the wrap), so both modes
         examine every logical line that can matter and give the same answer."""
-        joined = logical_lines(buf, lines=lines)  # type: ignore[arg-type]
+        joined = logical_lines(buf, lines=lines)
         if not joined:
             return spans, {}
         # pieces of a logical line: the index range first..last (a piece holds no newline)
