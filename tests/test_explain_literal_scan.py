@@ -206,3 +206,27 @@ def test_a_log_gives_the_same_report_with_either_stage_1(tmp_path, monkeypatch):
 
     c, py = report(False), report(True)
     assert c == py and c[0]
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_random_anchor_sets_and_tails(seed):
+    """Random KBs (anchors of 1-6 characters from a small alphabet with capitals, digits, ESC,
+    two-byte UTF-8 and KELVIN SIGN; sometimes a tail, sometimes a unicode one) on random text."""
+    rnd = random.Random(seed)
+    alphabet = "abcAB0123 .:\x1b[m\xc4\xb0\u212a_-\t\r"
+
+    def rstr(n: int) -> str:
+        return "".join(rnd.choice(alphabet) for _ in range(n))
+
+    tails = [rb"\.[a-z][a-z0-9]{1,4}: ", rb"ab{0,3}c", rb"[0a]{2}:", rb"x.{1,3}y", rb"A[b-c]+0"]
+    checked = 0
+    for _ in range(60):
+        anchors = sorted({a for a in (rstr(rnd.randint(1, 6)) for _ in range(rnd.randint(1, 30))) if a})
+        tail = [Tail(source="t", pattern=re.compile(rnd.choice(tails), re.IGNORECASE), unicode=rnd.random() < 0.3)
+                ] if rnd.random() < 0.5 else []
+        text = "\n".join(rstr(rnd.randint(0, 40)) for _ in range(rnd.randint(0, 200))).encode("utf-8")
+        if rnd.random() < 0.2:
+            text = bytes(rnd.randrange(256) for _ in range(rnd.randint(0, 3000)))
+        same_hits(text, Prefilter(anchors, tail))
+        checked += 1
+    assert checked == 60
