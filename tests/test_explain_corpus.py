@@ -411,7 +411,10 @@ def test_top1_on_the_development_split(prefilter):
     192-199 (branched from db69608; 84 dev rows, 53/84 before use) merged on main: 2745/2943
     (93.27%); with rounds 200-205 (branched from 4d00647; 48 dev rows, 36/48 before use) merged as
     well: 2794/2991 (93.41%); with rounds 206-211 (branched from 915cf53; 38 dev rows, 32/38 before
-    use) merged as well: 2829/3027 (93.46%): 0.931 holds.
+    use) merged as well: 2829/3027 (93.46%): 0.931 holds. Thirteenth session: rounds 212-219
+    (branched from 994eefa; 62 dev rows, 48/62 before use), the consequence-adjacency fix and the C
+    stage 1 merged on main: 2882/3088 (93.33%); with rounds 220-227 (branched from da16357; 74 dev
+    rows, 51/74 before use) merged as well: 2949/3161 (93.29%): 0.931 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -731,7 +734,8 @@ def test_fallback_alone_on_the_development_split():
     5-fold 2127/2862, 74.3%): 0.762 holds. Twelfth session, rounds 192-211 and the marker fix (a
     bare-number exception is an error line; glog with the year and TensorRT-LLM's [E] are error levels)
     merged on main, model rebuilt after every merge: 2523/3027 (83.3%, in-sample; 5-fold 2238/3027,
-    73.9%): 0.762 holds.
+    73.9%): 0.762 holds. Thirteenth session, rounds 212-219 merged: 2566/3088 (83.1%, in-sample;
+    5-fold 2279/3088, 73.8%): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -966,7 +970,10 @@ def test_top1_on_the_heldout_split(prefilter):
     1347/1797 (74.96%): 0.736 holds. Twelfth session, each measured once after its batch's merges:
     with the marker fix and rounds 192-199 (branched from db69608) merged: 1384/1848 (74.89%); with
     rounds 200-205 (branched from 4d00647) merged as well: 1402/1874 (74.81%); with rounds 206-211
-    (branched from 915cf53) merged as well: 1425/1906 (74.76%): 0.736 holds.
+    (branched from 915cf53) merged as well: 1425/1906 (74.76%): 0.736 holds. Thirteenth session, each
+    measured once after its batch's merges: rounds 212-219 (branched from 994eefa) with the
+    consequence-adjacency fix and the C stage 1: 1457/1944 (74.95%); rounds 220-227 (branched from
+    da16357) as well: 1493/1981 (75.37%): 0.736 holds.
     MERGED-FIGURE"""
 
 
@@ -1124,7 +1131,9 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     in the one measurement after rounds 187-191). Rounds 192-211 (twelfth session) brought 48 held-out
     benign lines, none flagged before use (the session's one flagged benign line before use was a dev
     line of round 206): 27 of 914, 27 of 932 and 27 of 945 in the one measurement after each batch;
-    the gate holds.
+    the gate holds. Rounds 212-227 (thirteenth session) brought 33 held-out benign lines, one flagged
+    before use (round 215's c10d line): 23 of 961 and 23 of 978 in the one measurement after each
+    batch; the gate holds.
     MERGED-FIGURE"""
     n = len(_benign_alarms("heldout", prefilter))
     assert n <= 27, f"{n} held-out benign lines flagged"
