@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .prefilter import ANSI_BYTES, LOWER_TO_ASCII, Prefilter
+from .prefilter import _CASE, ANSI_BYTES, Prefilter
 from .tail_anchor import DIFFERENT
 
 try:
@@ -57,7 +57,6 @@ __all__ = ["LiteralScan", "EndsLines", "build", "available", "stage1_description
 PURE_PYTHON_ENV = "K3DOCTOR_PURE_PYTHON"
 GRAM = 3                 # bytes of the gram an anchor is filed under
 SAMPLE = 16 << 10        # bytes of the first block whose gram counts choose each anchor's gram
-_CASE = bytes.maketrans(bytes(range(65, 91)), bytes(range(97, 123)))
 _DIGITS = set(b"0123456789")
 _SPACE = set(b" \t\n\r\f\v")
 _WORD = set(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
@@ -230,8 +229,7 @@ def build(prefilter: Prefilter, sample: bytes) -> LiteralScan | None:
         if prog is None:
             return None
         programs.append(prog)
-    words = {a.encode("utf-8").translate(_CASE) for a in prefilter.anchors or () if "\n" not in a}
-    words.update(c.encode("utf-8") for c in LOWER_TO_ASCII)
+    words = prefilter.words
     long_words = sorted(w for w in words if len(w) >= GRAM)
     pairs = sorted(w for w in words if len(w) == 2)
     hit = {c for w in words if len(w) == 1 for c in (w[0], w[0] ^ 0x20 if 97 <= w[0] <= 122 else w[0])}

@@ -503,6 +503,12 @@ class Prefilter:
     def every_line(self) -> bool:
         return self.anchors is None
 
+    @property
+    def words(self) -> frozenset[bytes]:
+        """Every anchor as the search looks for it (UTF-8, ASCII capitals folded, digits kept), with
+        the :data:`LOWER_TO_ASCII` characters; the C stage 1 (:mod:`.literal_scan`) searches these."""
+        return frozenset(self._words) | frozenset(self._confirm)
+
     @staticmethod
     def _hit_lines(text: bytes, passes: list[re.Pattern[bytes]]) -> list[int]:
         """Indices of the lines of ``text`` (folded, ANSI colour removed) where a pass matches."""

@@ -3,6 +3,7 @@
 Stage 1 (log mode, :mod:`.prefilter`): the lines of each 4 MiB block that carry an *anchor*, a
 literal derived from the knowledge base itself (every signature keyword, and the literals the
 fallback's error markers require), so stage 1 never drops a line that could change the result.
+Where the optional C extension is built, the same lines come from one C pass (:mod:`.literal_scan`).
 Stage 2 (per candidate line; every line for pasted text): decode (bad UTF-8 replaced), strip ANSI
 colour, test the signatures whose literal ``keywords`` occur on the line, then their regexes.
 
