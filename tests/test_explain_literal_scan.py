@@ -230,3 +230,60 @@ def test_random_anchor_sets_and_tails(seed):
         same_hits(text, Prefilter(anchors, tail))
         checked += 1
     assert checked == 60
+
+
+# -- stage 2's keyword look-up -------------------------------------------------------------------
+
+def _python_candidates(text: str) -> list[str]:
+    """The signature ids :meth:`Scanner.candidates` gives without the C keyword look-up."""
+    finder = SCANNER.keyword_finder
+    SCANNER._finder = None
+    try:
+        return [s.id for s in SCANNER.candidates(text)]
+    finally:
+        SCANNER._finder = finder
+
+
+def test_keyword_finder_gives_the_python_candidates_on_every_corpus_line():
+    assert SCANNER.keyword_finder is not None
+    differ = lines = 0
+    for name in ("errors.jsonl", "benign.jsonl"):
+        for row in (CORPUS / name).read_text(encoding="utf-8").splitlines():
+            if not row.strip():
+                continue
+            for line in json.loads(row)["excerpt"].splitlines():
+                lines += 1
+                differ += [s.id for s in SCANNER.candidates(line)] != _python_candidates(line)
+    assert lines > 10_000 and differ == 0, (differ, lines)  # (counts only: no row is printed)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_keyword_finder_on_random_keyword_mixtures(seed):
+    """Keywords glued, overlapping, in mixed case, with non-ASCII letters whose lower case is ASCII
+    (KELVIN SIGN) or is longer (``İ``), in texts holding many keywords at once."""
+    rnd = random.Random(seed)
+    keywords = [k for k, _ in SCANNER._keywords]
+    for _ in range(600):
+        parts = [rnd.choice(keywords) for _ in range(rnd.randrange(0, 90 if rnd.random() < 0.1 else 5))]
+        noise = "".join(rnd.choice("abcXYZ _.:/0123\u212a\u0130\x1b") for _ in range(rnd.randrange(0, 12)))
+        text = "".join(c.upper() if rnd.random() < 0.3 else c for c in noise.join(parts) + noise)
+        assert [s.id for s in SCANNER.candidates(text)] == _python_candidates(text)
+
+
+def test_which_finds_every_anchor_once_in_order():
+    m = ls._litscan.Matcher([b"abc", b"bcd", b"xyz", b"abcd"], [0, 0, 0, 1], [], bytes(256))
+    assert m.which(b"ABCD abc abcd") == [0, 1, 3]
+    assert m.which(b"zzz XYZ ab\ncd") == [2]  # (a newline is a byte like any other here)
+    assert m.which(b"") == [] and m.which(b"ab") == []
+    many = [b"k%03d" % i for i in range(300)]
+    m = ls._litscan.Matcher(many, [1] * 300, [], bytes(256))
+    assert m.which(b" ".join(reversed(many)) * 2) == list(range(300))
+    assert m.which(b"K007") == [7]  # (a second call forgets the first's finds)
+    with pytest.raises(RuntimeError):
+        ls._litscan.Matcher.__new__(ls._litscan.Matcher).which(b"x")
+
+
+def test_keyword_finder_switched_off_by_the_environment(monkeypatch):
+    monkeypatch.setenv(ls.PURE_PYTHON_ENV, "1")
+    assert ls.keyword_finder(["abc"]) is None
+    assert Scanner(SCANNER.signatures, fallback=SCANNER.fallback).keyword_finder is None

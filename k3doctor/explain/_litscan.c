@@ -2,12 +2,16 @@
  *
  * Optional accelerator for k3doctor/explain/literal_scan.py (which documents the semantics and
  * falls back to the pure-Python prefilter where this module is not built). One pass over the
- * block: each byte is case-folded (ASCII capitals to small letters, digits kept) into a rolling
- * 3-byte gram; a bitmap of the grams the anchors are filed under (one gram per anchor, chosen by
- * the caller) says where to verify; a verified anchor makes its line a hit and the scan jumps to
- * the next newline. Tails (linear regex pieces: byte sets with repeat bounds, matched on text
+ * block, line by line (memchr finds each newline): at each position the 3 bytes ending there form
+ * a gram, read from memory (no position waits on the one before); a bitmap of the grams the
+ * anchors are filed under (one gram per anchor, chosen by the caller, in every letter case) says
+ * where to verify; a verified anchor (case-insensitively) makes its line a hit and the scan moves
+ * to the next line. Tails (linear regex pieces: byte sets with repeat bounds, matched on text
  * folded as the prefilter folds it, digits to ``0``) are tried where their first byte set occurs.
  * The pass also records where every line ends (for line assembly) and the longest line.
+ *
+ * ``Matcher.which(text)`` serves stage 2: the indices of every anchor that occurs in a text (the
+ * knowledge base's keywords of a line, or the literals a marker regex's alternatives require).
  *
  * Read-only on its input; memory: the 2 MiB gram bitmap and the anchors. No Python object is
  * touched while scanning except to append results.
@@ -47,6 +51,8 @@ typedef struct {
     uint8_t **anchors;
     uint32_t *alen;
     uint32_t nanchors;
+    uint32_t *seen;           /* per anchor: the ``which`` call that last found it (``epoch``) */
+    uint32_t epoch;
     Tail *tails;
     uint32_t ntails;
     uint8_t trigger[256];     /* bit 0: some tail may start here; bit 1: the line is a hit;
@@ -66,9 +72,10 @@ static void matcher_free(Matcher *m) {
     }
     PyMem_Free(m->anchors);
     PyMem_Free(m->alen);
+    PyMem_Free(m->seen);
     PyMem_Free(m->tails);
     m->bitmap = NULL; m->slot_gram = NULL; m->slot_start = NULL; m->slot_count = NULL;
-    m->entries = NULL; m->anchors = NULL; m->alen = NULL; m->tails = NULL;
+    m->entries = NULL; m->anchors = NULL; m->alen = NULL; m->tails = NULL; m->seen = NULL;
     m->nanchors = 0; m->ntails = 0;
 }
 
@@ -78,6 +85,10 @@ static void Matcher_dealloc(Matcher *m) {
 }
 
 static inline uint32_t slot_of(uint32_t g, uint32_t n) { return (g * 2654435761u) & (n - 1); }
+
+static inline uint32_t fold_gram(const uint8_t *fold, uint32_t g) {
+    return ((uint32_t)fold[g >> 16] << 16) | ((uint32_t)fold[(g >> 8) & 0xFF] << 8) | fold[g & 0xFF];
+}
 
 static int parse_tail(PyObject *spec, Tail *t) {
     /* spec: a list of (set: bytes of length 256, lo: int, hi: int, -1 = unbounded) */
@@ -144,6 +155,8 @@ static int Matcher_init(Matcher *m, PyObject *args, PyObject *kw) {
     m->nanchors = (uint32_t)n;
     m->anchors = PyMem_Calloc(n ? n : 1, sizeof(uint8_t *));
     m->alen = PyMem_Calloc(n ? n : 1, sizeof(uint32_t));
+    m->seen = PyMem_Calloc(n ? n : 1, sizeof(uint32_t));
+    m->epoch = 0;
     m->bitmap = PyMem_Calloc(GRAM_BITS / 8, 1);
     m->slot_gram = PyMem_Malloc(ns * sizeof(uint32_t));
     m->slot_start = PyMem_Calloc(ns, sizeof(uint32_t));
@@ -151,7 +164,7 @@ static int Matcher_init(Matcher *m, PyObject *args, PyObject *kw) {
     m->entries = PyMem_Malloc((n ? n : 1) * sizeof(Entry));
     uint32_t *slot = PyMem_Malloc((n ? n : 1) * sizeof(uint32_t));
     uint32_t *offs = PyMem_Malloc((n ? n : 1) * sizeof(uint32_t));
-    if (!m->anchors || !m->alen || !m->bitmap || !m->slot_gram || !m->slot_start || !m->slot_count
+    if (!m->anchors || !m->alen || !m->seen || !m->bitmap || !m->slot_gram || !m->slot_start || !m->slot_count
         || !m->entries || !slot || !offs) {
         PyMem_Free(slot); PyMem_Free(offs);
         PyErr_NoMemory();
@@ -257,6 +270,41 @@ static int tails_at(const Matcher *m, const uint8_t *t, Py_ssize_t pos, Py_ssize
     return 0;
 }
 
+/* what a position whose byte is special (``sp``: see ``spec`` in scan) decides: -1 an ESC (the
+   line is handed back), 1 a hit (a one-byte or two-byte anchor, or a tail starts here), 0 neither */
+static inline int at_special(const Matcher *m, uint8_t sp, const uint8_t *t, Py_ssize_t i, Py_ssize_t n) {
+    if (sp & 4) return -1;
+    if (sp & 2) return 1;
+    if ((sp & 16) && i + 1 < n) {
+        uint32_t pg = ((uint32_t)m->case_fold[t[i]] << 8) | m->case_fold[t[i + 1]];
+        if ((m->pairs[pg >> 3] >> (pg & 7)) & 1) return 1;
+    }
+    /* (no set holds a newline: a tail's match stays in its line) */
+    return (sp & 1) && tails_at(m, t, i, n);
+}
+
+/* whether an anchor filed under the folded gram ``fg`` (ending at i) occurs there, within the line
+   that starts at ls */
+static inline int verify(const Matcher *m, const uint8_t *t, Py_ssize_t i, Py_ssize_t ls, Py_ssize_t n, uint32_t fg) {
+    const uint8_t *fold = m->case_fold;
+    uint32_t s = slot_of(fg, m->nslots);
+    while (m->slot_gram[s] != fg) {
+        if (m->slot_gram[s] == UINT32_MAX) return 0;  /* (a guard: a gram in the bitmap folds to a filed one) */
+        s = (s + 1) & (m->nslots - 1);
+    }
+    for (uint32_t k = m->slot_start[s], e = k + m->slot_count[s]; k < e; k++) {
+        Entry en = m->entries[k];
+        Py_ssize_t st = i - 2 - (Py_ssize_t)en.off;
+        uint32_t len = m->alen[en.anchor];
+        if (st < ls || st + (Py_ssize_t)len > n) continue;
+        const uint8_t *a = m->anchors[en.anchor];
+        uint32_t j = 0;
+        while (j < len && fold[t[st + j]] == a[j]) j++;
+        if (j == len) return 1;
+    }
+    return 0;
+}
+
 static int append_index(PyObject *list, Py_ssize_t v) {
     PyObject *o = PyLong_FromSsize_t(v);
     if (!o) return -1;
@@ -291,65 +339,42 @@ static PyObject *Matcher_scan(Matcher *m, PyObject *args) {
     uint32_t *endv = (uint32_t *)PyBytes_AS_STRING(ends);
     const uint8_t *fold = m->case_fold, *bm = m->bitmap;
     /* one table look-up per byte finds every byte that needs more than the gram test:
-       1 a tail may start, 2 a hit byte, 4 ESC (handed back), 8 newline, 16 a pair may start */
+       1 a tail may start, 2 a hit byte, 4 ESC (handed back), 16 a pair may start */
     uint8_t spec[256];
     for (int c = 0; c < 256; c++) spec[c] = m->trigger[c];
     if (hand_back) spec[0x1b] |= 4;
-    spec['\n'] = 8;
-    Py_ssize_t line = 0, ls = 0, longest = 0, i = 0;
-    uint32_t g = 0;
-    while (i < n) {
-        uint8_t c = t[i];
-        int hit = 0;
-        uint8_t sp = spec[c];
-        if (sp) {
-            if (sp & 8) {
-                if (i - ls > longest) longest = i - ls;
-                endv[line++] = (uint32_t)i;
-                ls = ++i;
-                g = 0;
-                continue;
-            }
-            if (sp & 4) {  /* the line is handed back: ANSI colour is removed before it is searched */
-                if (append_index(esc, line) < 0) goto error;
-                const uint8_t *nl = memchr(t + i, '\n', n - i);
-                i = nl ? nl - t : n;
-                continue;
-            }
-            if (sp & 2) hit = 1;
-            else if ((sp & 16) && i + 1 < n) {
-                uint32_t pg = ((uint32_t)fold[c] << 8) | fold[t[i + 1]];
-                hit = (m->pairs[pg >> 3] >> (pg & 7)) & 1;
-            }
-            /* (no set holds a newline: a tail's match stays in its line) */
-            if (!hit && (sp & 1)) hit = tails_at(m, t, i, n);
+    /* line by line (memchr finds the newline); within a line, each position is tested against
+       ``spec`` and, from its third byte on (the first two end no gram of the line), the gram ending
+       there against the bitmap. The gram is read from memory, not rolled, so no position waits on
+       the one before. */
+    Py_ssize_t line = 0, ls = 0, longest = 0;
+    for (;;) {
+        const uint8_t *nlp = ls < n ? memchr(t + ls, '\n', n - ls) : NULL;
+        Py_ssize_t le = nlp ? nlp - t : n, i = ls;
+        int got = 0;  /* 1: a hit at i; -1: an ESC at i, the line handed back */
+        for (; i < le && i < ls + 2 && !got; i++)
+            if (spec[t[i]]) got = at_special(m, spec[t[i]], t, i, n);
+        for (; i < le && !got; i++) {
+            uint8_t c = t[i], sp = spec[c];
+            uint32_t g = ((uint32_t)t[i - 2] << 16) | ((uint32_t)t[i - 1] << 8) | c;
+            int in_map = (bm[g >> 3] >> (g & 7)) & 1;
+            if (__builtin_expect(!(sp | in_map), 1)) continue;
+            if (sp) got = at_special(m, sp, t, i, n);
+            if (!got && in_map) got = verify(m, t, i, ls, n, fold_gram(fold, g));
         }
-        g = ((g << 8) | c) & 0xFFFFFFu;
-        if (!hit && i - ls >= 2 && ((bm[g >> 3] >> (g & 7)) & 1)) {
-            uint32_t fg = ((uint32_t)fold[g >> 16] << 16) | ((uint32_t)fold[(g >> 8) & 0xFF] << 8) | fold[g & 0xFF];
-            uint32_t s = slot_of(fg, m->nslots);
-            while (m->slot_gram[s] != fg) s = (s + 1) & (m->nslots - 1);
-            for (uint32_t k = m->slot_start[s], e = k + m->slot_count[s]; k < e && !hit; k++) {
-                Entry en = m->entries[k];
-                Py_ssize_t st = i - 2 - (Py_ssize_t)en.off;
-                uint32_t len = m->alen[en.anchor];
-                if (st < ls || st + (Py_ssize_t)len > n) continue;
-                const uint8_t *a = m->anchors[en.anchor];
-                uint32_t j = 0;
-                while (j < len && fold[t[st + j]] == a[j]) j++;
-                hit = j == len;
-            }
-        }
-        if (hit) {
+        if (got) i--;  /* (the loops stepped past the position that decided) */
+        int hit = got > 0, handed = got < 0;
+        if (handed) {
+            if (append_index(esc, line) < 0) goto error;
+        } else if (hit) {
             if (append_index(hits, line) < 0) goto error;
             /* the rest of the line cannot add anything, but an ESC in it still hands it back */
-            const uint8_t *nl = memchr(t + i, '\n', n - i);
-            Py_ssize_t stop = nl ? nl - t : n;
-            if (hand_back && memchr(t + i, 0x1b, stop - i) != NULL && append_index(esc, line) < 0) goto error;
-            i = stop;
-            continue;
+            if (hand_back && memchr(t + i, 0x1b, le - i) != NULL && append_index(esc, line) < 0) goto error;
         }
-        i++;
+        if (!nlp) break;
+        if (le - ls > longest) longest = le - ls;
+        endv[line++] = (uint32_t)le;
+        ls = le + 1;
     }
     if (n - ls > longest) longest = n - ls;
     endv[line] = (uint32_t)n;
@@ -359,6 +384,49 @@ error:
     PyBuffer_Release(&b);
     Py_XDECREF(ends); Py_XDECREF(hits); Py_XDECREF(esc);
     return NULL;
+}
+
+/* which(text) -> the indices of the anchors that occur in ``text`` (case-insensitively, anywhere:
+ * no line is assumed), ascending. For stage 2: the keywords of a line, where the anchors are the
+ * knowledge base's keywords. */
+static PyObject *Matcher_which(Matcher *m, PyObject *args) {
+    Py_buffer b;
+    if (!m->bitmap || !m->slot_gram || !m->tails || !m->seen) {
+        PyErr_SetString(PyExc_RuntimeError, "Matcher is not initialised");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*", &b)) return NULL;
+    if (++m->epoch == 0) {  /* (wrapped around: every mark is stale) */
+        memset(m->seen, 0, m->nanchors * sizeof(uint32_t));
+        m->epoch = 1;
+    }
+    const uint8_t *t = b.buf, *fold = m->case_fold, *bm = m->bitmap;
+    Py_ssize_t n = b.len;
+    PyObject *out = PyList_New(0);
+    if (!out) { PyBuffer_Release(&b); return NULL; }
+    for (Py_ssize_t i = 2; i < n; i++) {
+        uint32_t g = ((uint32_t)t[i - 2] << 16) | ((uint32_t)t[i - 1] << 8) | t[i];
+        if (__builtin_expect(!((bm[g >> 3] >> (g & 7)) & 1), 1)) continue;
+        uint32_t fg = fold_gram(fold, g), s = slot_of(fg, m->nslots);
+        while (m->slot_gram[s] != fg && m->slot_gram[s] != UINT32_MAX) s = (s + 1) & (m->nslots - 1);
+        if (m->slot_gram[s] == UINT32_MAX) continue;
+        for (uint32_t k = m->slot_start[s], e = k + m->slot_count[s]; k < e; k++) {
+            Entry en = m->entries[k];
+            Py_ssize_t st = i - 2 - (Py_ssize_t)en.off;
+            uint32_t len = m->alen[en.anchor];
+            if (st < 0 || st + (Py_ssize_t)len > n) continue;
+            const uint8_t *a = m->anchors[en.anchor];
+            uint32_t j = 0;
+            while (j < len && fold[t[st + j]] == a[j]) j++;
+            if (j != len) continue;
+            if (m->seen[en.anchor] == m->epoch) continue;
+            m->seen[en.anchor] = m->epoch;
+            if (append_index(out, en.anchor) < 0) { Py_DECREF(out); PyBuffer_Release(&b); return NULL; }
+        }
+    }
+    PyBuffer_Release(&b);
+    if (PyList_Sort(out) < 0) { Py_DECREF(out); return NULL; }
+    return out;
 }
 
 /* at_least(ends, threshold) -> indices of the lines at least ``threshold`` bytes long */
@@ -445,6 +513,8 @@ static PyMethodDef Matcher_methods[] = {
     {"scan", (PyCFunction)Matcher_scan, METH_VARARGS,
      "scan(block, hand_back=True) -> (hit line indices, line ends as uint32 bytes, newlines, longest, "
      "ESC line indices)"},
+    {"which", (PyCFunction)Matcher_which, METH_VARARGS,
+     "which(text) -> the indices of the anchors occurring in text, ascending"},
     {NULL, NULL, 0, NULL},
 };
 

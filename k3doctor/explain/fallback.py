@@ -52,6 +52,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from .gated import GatedSearch
 from .kb import CATEGORIES, KBError, Signature, clean_line, tomllib
 from .learned import TERM_WEIGHT, LearnedModel, features, load_learned
 
@@ -226,9 +227,19 @@ class FallbackModel:
     #: ``explain`` that no fallback verdict reaches never parses its ~0.9 MB of JSON
     learned_from_package: bool = False
     _by_name: dict[str, CategoryTerms] = field(default_factory=dict)
+    #: each marker regex's search, run only where its alternatives can match (:mod:`.gated`)
+    _gated: dict[str, GatedSearch] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._by_name = {c.name: c for c in self.categories}
+
+    def _has(self, name: str, text: str) -> bool:
+        """Whether the marker regex ``name`` (a field: ``hedge``, ``strong_markers`` ...) matches
+        somewhere in ``text``: ``bool(self.<name>.search(text))``, searched by :class:`GatedSearch`."""
+        got = self._gated.get(name)
+        if got is None or got.rx is not getattr(self, name):
+            got = self._gated[name] = GatedSearch(getattr(self, name))
+        return got.search(text)
 
     def category(self, name: str) -> CategoryTerms:
         return self._by_name[name]
@@ -253,13 +264,13 @@ class FallbackModel:
         if "\x00" in text and len(_NUL_RUNS.findall(text.strip("\x00"))) > 0:
             return False
         head = clean_line(text[:LINE_CHARS])
-        if self.strong_markers.search(head):
+        if self._has("strong_markers", head):
             return True
-        if not self.error_markers.search(head):
+        if not self._has("error_markers", head):
             return False
-        if self.not_error.search(head) or self.not_error.search(strip_tags(head)):
+        if self._has("not_error", head) or self._has("not_error", strip_tags(head)):
             return False
-        return not (self.hedge.search(head) and not self.exception_line.search(head))
+        return not (self._has("hedge", head) and not self._has("exception_line", head))
 
     def is_hard_error_line(self, text: str) -> bool:
         """An error line that names its failure (``hard`` or ``strong`` markers), not one that only
@@ -270,14 +281,14 @@ class FallbackModel:
         if self.hard_markers is None:
             return True
         head = clean_line(text[:LINE_CHARS])
-        return bool(self.strong_markers.search(head) or self._hard(head))
+        return bool(self._has("strong_markers", head) or self._hard(head))
 
     def _hard(self, head: str) -> bool:
         if self.hard_markers is None:
             return False
         if self.hard_anycase is not None and head == head.lower():
-            return bool(self.hard_anycase.search(head))
-        return bool(self.hard_markers.search(head))
+            return self._has("hard_anycase", head)
+        return self._has("hard_markers", head)
 
     def is_soft_line(self, text: str) -> bool:
         """A line that reports rather than fails: printed at an informational level, one that
@@ -290,17 +301,17 @@ class FallbackModel:
         A signature that matches only soft lines is not an answer unless some line of the text
         is an error line (see :meth:`Scanner <k3doctor.explain.scan.Scanner>`'s report)."""
         head = clean_line(text[:LINE_CHARS])
-        if (self.strong_markers.search(head) or self.exception_line.search(head)
+        if (self._has("strong_markers", head) or self._has("exception_line", head)
                 or _EXPLICIT.search(head) or _EXPLICIT_ANYCASE.search(head)):
             return False  # an inner ERROR, an exception or an assertion under an outer INFO tag
-        if self.info_level is not None and (self.info_level.search(head)
-                                            or self.info_level.search(strip_tags(head))):
+        if self.info_level is not None and (self._has("info_level", head)
+                                            or self._has("info_level", strip_tags(head))):
             return True
-        if self.hedge.search(head):
+        if self._has("hedge", head):
             return True
         # a WARNING line that names no failure (``[markers] hard``): the engine went on
         return "warning" in self.gates and bool(
-            (self.not_error.search(head) or self.not_error.search(strip_tags(head)))
+            (self._has("not_error", head) or self._has("not_error", strip_tags(head)))
             and not self._hard(head))
 
     def is_consequence(self, text: str) -> bool:
@@ -309,10 +320,10 @@ class FallbackModel:
         if self.consequence is None:
             return False
         head = clean_line(text[:LINE_CHARS])
-        return bool(self.consequence.search(head) or self.consequence.search(strip_log_prefix(head)))
+        return bool(self._has("consequence", head) or self._has("consequence", strip_log_prefix(head)))
 
     def is_exception_line(self, text: str) -> bool:
-        return bool(self.exception_line.search(clean_line(text[:LINE_CHARS])))
+        return bool(self._has("exception_line", clean_line(text[:LINE_CHARS])))
 
     # -- classification --------------------------------------------------------------------------
     def score(self, salient: str, others: list[str]) -> list[tuple[float, str, list[str]]]:

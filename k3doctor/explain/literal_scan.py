@@ -20,6 +20,12 @@ records where every line ends and the longest line on the way (what line assembl
 * **ANSI colour.** A line holding an ESC byte is handed back by the C pass; those lines are
   searched again with their escape sequences removed (:data:`~.prefilter.ANSI_BYTES`).
 
+* **Stage 2 uses the same matcher** (:class:`KeywordFinder`): which of the knowledge base's
+  keywords occur in a candidate line (:meth:`Scanner.candidates <.scan.Scanner.candidates>`), and
+  which literals the alternatives of a fallback marker regex require (:mod:`.gated`), each in one
+  C pass over the line instead of a Python loop over thousands of keywords or a hundred regex
+  alternatives tried at every position.
+
 ``tests/test_explain_literal_scan.py`` checks that the lines are the Python prefilter's on
 generated logs, corpus rows and hostile input. Set ``K3DOCTOR_PURE_PYTHON=1`` to use the Python
 prefilter even where the extension is built (the benchmarks compare both). The extension is
@@ -51,8 +57,8 @@ try:
 except ImportError:  # not built (no C compiler at install time): the Python prefilter is used
     _litscan = None
 
-__all__ = ["LiteralScan", "EndsLines", "build", "available", "stage1_description", "tail_program",
-           "PURE_PYTHON_ENV"]
+__all__ = ["LiteralScan", "EndsLines", "KeywordFinder", "build", "keyword_finder", "literal_finder", "available",
+           "stage1_description", "tail_program", "PURE_PYTHON_ENV"]
 
 PURE_PYTHON_ENV = "K3DOCTOR_PURE_PYTHON"
 GRAM = 3                 # bytes of the gram an anchor is filed under
@@ -240,3 +246,46 @@ def build(prefilter: Prefilter, sample: bytes) -> LiteralScan | None:
                                programs, hit_bytes, pairs)
     return LiteralScan(matcher)
 
+
+
+# -- stage 2's keyword look-up -------------------------------------------------------------------
+class KeywordFinder:
+    """Which of the knowledge base's keywords occur in a line, found by the C matcher: the
+    keywords of at least 3 bytes, ASCII, are its anchors (filed under their rarest gram among the
+    keywords); the others (:attr:`rest`) are tested in Python by the caller."""
+
+    def __init__(self, matcher: Any, ranks: list[int], rest: list[int]) -> None:
+        self._matcher = matcher
+        self._ranks = ranks
+        #: the keyword ranks the C matcher does not hold (shorter than 3 bytes, not ASCII)
+        self.rest = rest
+
+    def ranks(self, text: bytes) -> list[int]:
+        """The ranks of the C matcher's keywords that occur in ``text``, ascending (ASCII letters
+        match in either case)."""
+        ranks = self._ranks
+        return [ranks[a] for a in self._matcher.which(text)]
+
+
+def keyword_finder(keywords: Sequence[str]) -> KeywordFinder | None:
+    """A :class:`KeywordFinder` for ``keywords`` (lower-cased, in rank order), or None where the
+    extension is not built or is switched off (``K3DOCTOR_PURE_PYTHON``)."""
+    if not available():
+        return None
+    ranks = [r for r, k in enumerate(keywords) if len(k) >= GRAM and k.isascii() and "\n" not in k]
+    held = set(ranks)
+    return _finder([keywords[r].encode("ascii") for r in ranks], ranks,
+                   [r for r in range(len(keywords)) if r not in held])
+
+
+def literal_finder(words: Sequence[bytes]) -> KeywordFinder | None:
+    """A :class:`KeywordFinder` for byte literals (each at least 3 bytes, no newline; ranked in
+    the order given, every one held), or None where the extension is not built or is switched off."""
+    if not available():
+        return None
+    return _finder(list(words), list(range(len(words))), [])
+
+
+def _finder(words: list[bytes], ranks: list[int], rest: list[int]) -> KeywordFinder:
+    matcher = _litscan.Matcher(words, _offsets(words, b"\n".join(words)), [], bytes(256))  # type: ignore[union-attr]
+    return KeywordFinder(matcher, ranks, rest)

@@ -23,7 +23,7 @@ from typing import BinaryIO, Callable, Iterable, Sequence
 from .assemble import Lines, LineTable, logical_lines
 from .fallback import FallbackModel, load_fallback
 from .kb import Signature, clean_line, load_kb
-from .literal_scan import LiteralScan
+from .literal_scan import KeywordFinder, LiteralScan, keyword_finder
 from .literal_scan import build as build_literal_scan
 from .prefilter import Prefilter, derive_anchors, fold, required_literals
 from .split_scan import MAX_PROCS, RANGE_MIN, SPLIT_MIN, FileView, Helper, start_helpers, usable_cpus
@@ -77,6 +77,7 @@ class Scanner:
         self._prefilter: Prefilter | None = None
         self._error_gate: tuple[str, ...] | None | bool = False  # False: not built yet
         self._literal: LiteralScan | None | bool = False  # False: not built yet
+        self._finder: KeywordFinder | None | bool = False  # False: not built yet
 
     @property
     def prefilter(self) -> Prefilter:
@@ -114,12 +115,33 @@ class Scanner:
         return self._error_gate  # type: ignore[return-value]
 
     # -- stage 2 ------------------------------------------------------------------------------
+    @property
+    def keyword_finder(self) -> KeywordFinder | None:
+        """Stage 2's keyword look-up in C (:class:`~.literal_scan.KeywordFinder`), built on first
+        use; None where the extension is not built (then :meth:`candidates` tests trigrams)."""
+        if self._finder is False:
+            self._finder = keyword_finder([k for k, _ in self._keywords])
+        return self._finder  # type: ignore[return-value]
+
     def candidates(self, text: str) -> list[Signature]:
         """The signatures one of whose keywords occurs in ``text``, in keyword order.
 
-        Only the keywords whose first three characters occur in the line are tested (a set of
-        the line's trigrams), so a line costs its length, not the size of the KB."""
+        Where the C extension is built and the lower-cased line is ASCII, one C pass finds the
+        keywords (:attr:`keyword_finder`); otherwise only the keywords whose first three
+        characters occur in the line are tested (a set of the line's trigrams). Either way a line
+        costs its length, not the size of the KB."""
         text = text.lower()  # keywords match case-insensitively (they are indexed lowercased)
+        finder = self.keyword_finder
+        if finder is not None and text.isascii():
+            ranks = finder.ranks(text.encode("ascii"))
+            extra = [r for r in finder.rest if self._keywords[r][0] in text]
+            if extra:
+                ranks = sorted(ranks + extra)
+            seen: dict[str, Signature] = {}
+            for r in ranks:
+                for s in self._keywords[r][1]:
+                    seen.setdefault(s.id, s)
+            return list(seen.values())
         by_gram = self._by_gram
         if len(by_gram) < len(text):
             ranks = [r for g, rs in by_gram.items() if g in text for r in rs]
@@ -127,7 +149,7 @@ class Scanner:
             grams = {text[i:i + 3] for i in range(len(text) - 2)}
             ranks = [r for g in grams.intersection(by_gram) for r in by_gram[g]]
         ranks += self._short
-        seen: dict[str, Signature] = {}
+        seen = {}
         for r in sorted(ranks):
             k, sigs = self._keywords[r]
             if k in text:

@@ -1,0 +1,102 @@
+"""The fallback's marker searches (:mod:`k3doctor.explain.gated`) answer exactly what the whole
+regexes answer, on every corpus line, every KB example and random text.
+
+Held-out rows take part only as text whose yes/no answers are compared; a failure prints counts,
+never a row.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+from k3doctor.explain import literal_scan as ls
+from k3doctor.explain.fallback import load_fallback
+from k3doctor.explain.gated import GatedSearch, split_alternatives
+from k3doctor.explain.kb import load_kb
+from k3doctor.explain.prefilter import required_literals
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "fixtures" / "errors"
+MODEL = load_fallback()
+MARKERS = [name for name in ("strong_markers", "error_markers", "not_error", "hedge", "exception_line",
+                             "info_level", "consequence", "hard_markers", "hard_anycase")
+           if getattr(MODEL, name) is not None]
+needs_c = pytest.mark.skipif(not ls.available(), reason="the optional C extension _litscan is not built here")
+
+
+def _corpus_lines() -> list[str]:
+    lines: list[str] = []
+    for name in ("errors.jsonl", "benign.jsonl"):
+        for row in (CORPUS / name).read_text(encoding="utf-8").splitlines():
+            if row.strip():
+                lines += json.loads(row)["excerpt"].splitlines()
+    for sig in load_kb():
+        for ex in list(sig.examples) + list(sig.near_misses):
+            lines += ex.splitlines()
+    return lines
+
+
+LINES = _corpus_lines()
+
+
+@needs_c
+@pytest.mark.parametrize("name", MARKERS)
+def test_gated_search_is_the_whole_regex_on_every_corpus_line(name):
+    rx = getattr(MODEL, name)
+    gated = GatedSearch(rx)
+    differ = sum(gated.search(t) != bool(rx.search(t)) for t in LINES)
+    assert len(LINES) > 10_000 and differ == 0, (name, differ, len(LINES))  # (counts only)
+    assert gated._finder is not None and gated._gated, f"{name}: no alternative is gated"
+
+
+@needs_c
+@pytest.mark.parametrize("name", MARKERS)
+def test_gated_search_on_random_mixtures_of_its_literals(name):
+    """Texts glued from the regex's own literals, in mixed case, with the non-ASCII letters that
+    ignore-case matching folds to ASCII (KELVIN SIGN, long s) and ``İ``."""
+    rx = getattr(MODEL, name)
+    gated = GatedSearch(rx)
+    words = sorted(required_literals(re.compile(alt, rx.flags)) or ()
+                   for alt in split_alternatives(rx.pattern) or [])
+    pool = sorted({w for ws in words for w in ws}) + ["Error", "ERROR: ", "failed", "INFO ", "]: "]
+    rnd = random.Random(name)
+    for _ in range(1500):
+        parts = [rnd.choice(pool) for _ in range(rnd.randrange(0, 5))]
+        noise = "".join(rnd.choice("ab XYZ_.:/[]()0123\u212a\u017f\u0130") for _ in range(rnd.randrange(0, 10)))
+        text = "".join(c.swapcase() if rnd.random() < 0.2 else c for c in noise.join(parts) + noise)
+        assert gated.search(text) == bool(rx.search(text)), (name, text)
+
+
+def test_without_the_extension_the_whole_regex_is_searched(monkeypatch):
+    monkeypatch.setenv(ls.PURE_PYTHON_ENV, "1")
+    gated = GatedSearch(MODEL.hedge)
+    assert gated.search("this is expected") is True and gated.search("nothing") is False
+    assert gated._finder is None
+
+
+def test_a_regex_that_cannot_be_taken_apart_is_searched_whole():
+    for src in (r"(a)\1|bcd", r"(?P<x>abc)|def", r"(?i)abc|def", "abcdef"):
+        gated = GatedSearch(re.compile(src))
+        assert gated.search("xx def") is bool(re.search(src, "xx def"))
+        assert gated._finder is None
+
+
+@pytest.mark.parametrize("src, alts", [
+    (r"abc|def", ["abc", "def"]),
+    (r"(?:abc|d(?:e|f))|[|x]yz|a\|b", ["abc", "d(?:e|f)", "[|x]yz", r"a\|b"]),
+    (r"(?:(?:one)|two)+|three", ["(?:(?:one)|two)+", "three"]),
+    (r"(abc)(def)|(?-i:INFO)|(?<=x)yz", ["(abc)(def)", "(?-i:INFO)", "(?<=x)yz"]),
+    (r"[]|]x|[^]|]y|[\]|]z", ["[]|]x", "[^]|]y", r"[\]|]z"]),
+])
+def test_split_alternatives(src, alts):
+    assert split_alternatives(src) == alts
+
+
+@pytest.mark.parametrize("src", [r"(a)\1|b", r"(?P<n>a)|b", r"(?i)a|b", r"(a|b", r"a)|b", r"[ab|c"])
+def test_split_alternatives_refuses_what_it_cannot_read(src):
+    assert split_alternatives(src) is None
