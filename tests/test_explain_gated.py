@@ -100,3 +100,12 @@ def test_split_alternatives(src, alts):
 @pytest.mark.parametrize("src", [r"(a)\1|b", r"(?P<n>a)|b", r"(?i)a|b", r"(a|b", r"a)|b", r"[ab|c"])
 def test_split_alternatives_refuses_what_it_cannot_read(src):
     assert split_alternatives(src) is None
+
+
+@needs_c
+def test_an_alternative_that_does_not_compile_falls_back_to_the_whole_regex():
+    rx = re.compile(r"(?:alpha beta)|(?:gamma delta)")
+    gated = GatedSearch(rx)
+    assert gated.search("xx gamma delta") is True
+    gated._gated[0] = "(alpha"  # (as if the source had been read apart wrongly)
+    assert gated.search("an alpha beta here") is True and gated._finder is None

@@ -38,7 +38,8 @@ class GatedSearch:
         self._built = False
         self._finder: KeywordFinder | None = None
         self._always: re.Pattern[str] | None = None
-        self._gated: list[re.Pattern[str]] = []
+        #: the gated alternatives: sources, each compiled when a line first needs it
+        self._gated: list[re.Pattern[str] | str] = []
         #: per literal the finder holds (by rank): the gated alternatives that require it
         self._alts_of: list[list[int]] = []
 
@@ -51,7 +52,7 @@ class GatedSearch:
         gated: list[tuple[str, set[bytes]]] = []
         for alt in alts:
             try:
-                req = required_literals(re.compile(alt, self.rx.flags))
+                req = required_literals(alt, self.rx.flags)
             except re.error:
                 return  # (not a whole alternative: the reader took the source apart wrongly)
             except (RecursionError, ValueError, TypeError, KeyError, AttributeError, IndexError):
@@ -74,7 +75,7 @@ class GatedSearch:
         for k, (_alt, lits) in enumerate(gated):
             for w in lits:
                 alts_of[rank[w]].append(k)
-        self._gated = [re.compile(alt, self.rx.flags) for alt, _lits in gated]
+        self._gated = [alt for alt, _lits in gated]
         self._always = re.compile("|".join(f"(?:{a})" for a in always), self.rx.flags) if always else None
         self._alts_of = alts_of
         self._finder = finder
@@ -97,7 +98,14 @@ class GatedSearch:
             for k in alts_of[r]:
                 if k not in tried:
                     tried.add(k)
-                    if gated[k].search(text):
+                    rx = gated[k]
+                    if isinstance(rx, str):
+                        try:
+                            rx = gated[k] = re.compile(rx, self.rx.flags)
+                        except re.error:  # (read apart wrongly: the whole regex from here on)
+                            self._finder = None
+                            return self.rx.search(text) is not None
+                    if rx.search(text):
                         return True
         return False
 

@@ -49,6 +49,7 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from functools import lru_cache
 from itertools import chain, compress, count, repeat
 from typing import Any
 
@@ -103,8 +104,13 @@ _ICASE_EXTRA = "\u0130\u0131\u017f\u212a"  # characters ``re`` also folds onto A
 
 def _case_variants(ch: str) -> set[str]:
     """Every character that ``ch`` matches under ``re.IGNORECASE`` (tested with ``re`` itself)."""
+    return set(_case_variants_of(ch))
+
+
+@lru_cache(maxsize=4096)
+def _case_variants_of(ch: str) -> frozenset[str]:
     cands = {ch, ch.lower(), ch.upper(), ch.swapcase(), *_ICASE_EXTRA}
-    return {c for c in cands if len(c) == 1 and re.fullmatch(re.escape(ch), c, re.IGNORECASE)}
+    return frozenset(c for c in cands if len(c) == 1 and re.fullmatch(re.escape(ch), c, re.IGNORECASE))
 
 
 def _chars(code: int, icase: bool) -> set[str]:
@@ -208,12 +214,13 @@ def _sequence(items: Iterable, icase: bool) -> tuple[set[str] | None, _Req]:
     return exact, _better(best, frozenset(run))
 
 
-def required_literals(rx: re.Pattern[str] | str) -> frozenset[str] | None:
-    """Literals one of which occurs in every match of ``rx``; None when none can be derived.
+def required_literals(rx: re.Pattern[str] | str, flags: int = 0) -> frozenset[str] | None:
+    """Literals one of which occurs in every match of ``rx`` (a source is read with ``flags``);
+    None when none can be derived.
 
     Conservative by construction: a piece it cannot read (``\\w+``, ``.``) only ends a run of
     literals, so the answer is always a necessary condition (never a guess)."""
-    pattern, flags = (rx.pattern, rx.flags) if isinstance(rx, re.Pattern) else (rx, 0)
+    pattern, flags = (rx.pattern, rx.flags) if isinstance(rx, re.Pattern) else (rx, flags)
     parsed = _sp.parse(pattern, flags)
     icase = bool(parsed.state.flags & _sc.SRE_FLAG_IGNORECASE)
     exact, req = _sequence(list(parsed), icase)
