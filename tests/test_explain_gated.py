@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from k3doctor.explain import gated as gated_module
 from k3doctor.explain import literal_scan as ls
 from k3doctor.explain.fallback import load_fallback
-from k3doctor.explain.gated import GatedSearch, split_alternatives
+from k3doctor.explain.gated import GatedMarkers, GatedSearch, split_alternatives
 from k3doctor.explain.kb import load_kb
 from k3doctor.explain.prefilter import required_literals
 
@@ -48,10 +49,10 @@ LINES = _corpus_lines()
 @pytest.mark.parametrize("name", MARKERS)
 def test_gated_search_is_the_whole_regex_on_every_corpus_line(name):
     rx = getattr(MODEL, name)
-    gated = GatedSearch(rx)
+    gated = GatedSearch(rx, plan_after=0)
     differ = sum(gated.search(t) != bool(rx.search(t)) for t in LINES)
     assert len(LINES) > 10_000 and differ == 0, (name, differ, len(LINES))  # (counts only)
-    assert gated._finder is not None and gated._gated, f"{name}: no alternative is gated"
+    assert gated.markers._finder is not None and gated.markers._plans["rx"].gated, f"{name}: no alternative is gated"
 
 
 @needs_c
@@ -60,7 +61,7 @@ def test_gated_search_on_random_mixtures_of_its_literals(name):
     """Texts glued from the regex's own literals, in mixed case, with the non-ASCII letters that
     ignore-case matching folds to ASCII (KELVIN SIGN, long s) and ``İ``."""
     rx = getattr(MODEL, name)
-    gated = GatedSearch(rx)
+    gated = GatedSearch(rx, plan_after=0)
     words = sorted(required_literals(re.compile(alt, rx.flags)) or ()
                    for alt in split_alternatives(rx.pattern) or [])
     pool = sorted({w for ws in words for w in ws}) + ["Error", "ERROR: ", "failed", "INFO ", "]: "]
@@ -74,16 +75,16 @@ def test_gated_search_on_random_mixtures_of_its_literals(name):
 
 def test_without_the_extension_the_whole_regex_is_searched(monkeypatch):
     monkeypatch.setenv(ls.PURE_PYTHON_ENV, "1")
-    gated = GatedSearch(MODEL.hedge)
+    gated = GatedSearch(MODEL.hedge, plan_after=0)
     assert gated.search("this is expected") is True and gated.search("nothing") is False
-    assert gated._finder is None
+    assert gated.markers._finder is None
 
 
 def test_a_regex_that_cannot_be_taken_apart_is_searched_whole():
     for src in (r"(a)\1|bcd", r"(?P<x>abc)|def", r"(?i)abc|def", "abcdef"):
-        gated = GatedSearch(re.compile(src))
+        gated = GatedSearch(re.compile(src), plan_after=0)
         assert gated.search("xx def") is bool(re.search(src, "xx def"))
-        assert gated._finder is None
+        assert "rx" not in gated.markers._plans
 
 
 @pytest.mark.parametrize("src, alts", [
@@ -105,7 +106,39 @@ def test_split_alternatives_refuses_what_it_cannot_read(src):
 @needs_c
 def test_an_alternative_that_does_not_compile_falls_back_to_the_whole_regex():
     rx = re.compile(r"(?:alpha beta)|(?:gamma delta)")
-    gated = GatedSearch(rx)
+    gated = GatedSearch(rx, plan_after=0)
     assert gated.search("xx gamma delta") is True
-    gated._gated[0] = "(alpha"  # (as if the source had been read apart wrongly)
-    assert gated.search("an alpha beta here") is True and gated._finder is None
+    gated.markers._plans["rx"].gated[0] = "(alpha"  # (as if the source had been read apart wrongly)
+    assert gated.search("an alpha beta here") is True and "rx" not in gated.markers._plans
+
+
+@needs_c
+def test_the_model_searches_all_its_markers_through_one_matcher(monkeypatch):
+    """Every marker regex of the fallback model is planned on one shared C matcher (after
+    :data:`~k3doctor.explain.gated.PLAN_AFTER` searches), and the model's line tests answer as the
+    whole regexes do."""
+    monkeypatch.setattr(gated_module, "PLAN_AFTER", 0)
+    model = load_fallback()
+    model.is_error_line("RuntimeError: x")
+    markers = model._gated
+    assert markers is not None and markers._finder is not None
+    assert set(markers._plans) >= {"strong_markers", "error_markers", "hedge", "consequence"}
+    whole = type(model)(**{f: getattr(model, f) for f in ("error_markers", "strong_markers", "exception_line",
+                                                          "not_error", "hedge", "categories", "info_level",
+                                                          "consequence", "hard_markers", "hard_anycase")})
+    whole._gated = GatedMarkers({})  # (no plan: every search is the whole regex's)
+    whole._gated.regexes = {n: getattr(model, n) for n in MARKERS}
+    whole._gated._built = True
+    differ = sum((model.is_error_line(t), model.is_soft_line(t), model.is_consequence(t), model.is_hard_error_line(t))
+                 != (whole.is_error_line(t), whole.is_soft_line(t), whole.is_consequence(t), whole.is_hard_error_line(t))
+                 for t in LINES)
+    assert differ == 0, differ
+
+
+def test_a_few_searches_use_the_whole_regexes():
+    """A pasted excerpt of a few lines never pays for planning."""
+    gated = GatedSearch(MODEL.hedge, plan_after=3)
+    for _ in range(3):
+        assert gated.search("this is expected") is True
+    assert not gated.markers._built
+    assert gated.search("this is expected") is True and gated.markers._built

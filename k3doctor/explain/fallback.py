@@ -52,7 +52,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from .gated import GatedSearch
+from .gated import GatedMarkers
 from .kb import CATEGORIES, KBError, Signature, clean_line, tomllib
 from .learned import TERM_WEIGHT, LearnedModel, features, load_learned
 
@@ -198,6 +198,11 @@ class Verdict:
     learned_words: tuple[str, ...] = ()
 
 
+#: the marker regexes of :class:`FallbackModel` searched through :class:`GatedMarkers`
+_MARKER_FIELDS = ("strong_markers", "error_markers", "not_error", "hedge", "exception_line", "info_level",
+                  "consequence", "hard_markers", "hard_anycase")
+
+
 @dataclass
 class FallbackModel:
     """Error markers, exclusions and per-category terms loaded from ``kb/fallback.toml``."""
@@ -227,19 +232,20 @@ class FallbackModel:
     #: ``explain`` that no fallback verdict reaches never parses its ~0.9 MB of JSON
     learned_from_package: bool = False
     _by_name: dict[str, CategoryTerms] = field(default_factory=dict)
-    #: each marker regex's search, run only where its alternatives can match (:mod:`.gated`)
-    _gated: dict[str, GatedSearch] = field(default_factory=dict, init=False, repr=False, compare=False)
+    #: the marker regexes' searches, run only where their alternatives can match (:mod:`.gated`)
+    _gated: GatedMarkers | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._by_name = {c.name: c for c in self.categories}
 
     def _has(self, name: str, text: str) -> bool:
         """Whether the marker regex ``name`` (a field: ``hedge``, ``strong_markers`` ...) matches
-        somewhere in ``text``: ``bool(self.<name>.search(text))``, searched by :class:`GatedSearch`."""
-        got = self._gated.get(name)
-        if got is None or got.rx is not getattr(self, name):
-            got = self._gated[name] = GatedSearch(getattr(self, name))
-        return got.search(text)
+        somewhere in ``text``: ``bool(self.<name>.search(text))``, searched by :class:`GatedMarkers`."""
+        markers = self._gated
+        rx = getattr(self, name)
+        if markers is None or markers.regexes.get(name) is not rx:
+            markers = self._gated = GatedMarkers({n: r for n in _MARKER_FIELDS if (r := getattr(self, n)) is not None})
+        return markers.search(name, text)
 
     def category(self, name: str) -> CategoryTerms:
         return self._by_name[name]

@@ -20,94 +20,144 @@ whole regex is searched.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from .literal_scan import KeywordFinder, literal_finder
 from .prefilter import required_literals
 from .tail_anchor import _class_end, _group_end
 
-__all__ = ["GatedSearch"]
+__all__ = ["GatedMarkers", "GatedSearch", "split_alternatives"]
 
 MIN_BYTES = 3  # the C pass files a literal under a 3-byte gram
+#: searches answered by the whole regexes before the plans are made (planning reads every
+#: alternative, ~0.1 s: a pasted excerpt of a few lines never pays for it, a log soon does)
+PLAN_AFTER = 256
 
 
-class GatedSearch:
-    """``search(text) -> bool``, the same as ``bool(rx.search(text))`` (see the module doc)."""
+@dataclass
+class _Plan:
+    """How one regex is searched: the alternatives with no usable literal as one regex, and the
+    others, each searched only where one of its literals occurs."""
 
-    def __init__(self, rx: re.Pattern[str]) -> None:
-        self.rx = rx
+    rx: re.Pattern[str]
+    always: re.Pattern[str] | None
+    #: the gated alternatives: sources, each compiled when a line first needs it
+    gated: list[re.Pattern[str] | str]
+    #: per literal (its rank in the shared finder): the gated alternatives that require it
+    alts_of: dict[int, list[int]] = field(default_factory=dict)
+
+    def alternative(self, k: int) -> re.Pattern[str] | None:
+        rx = self.gated[k]
+        if isinstance(rx, str):
+            try:
+                rx = self.gated[k] = re.compile(rx, self.rx.flags)
+            except re.error:  # (read apart wrongly)
+                return None
+        return rx
+
+
+def _plan(rx: re.Pattern[str]) -> tuple[re.Pattern[str] | None, list[tuple[str, set[bytes]]]] | None:
+    """The always-searched part of ``rx`` and its gated alternatives with their literals (lower-cased
+    ASCII bytes, each of at least :data:`MIN_BYTES`); None where ``rx`` is searched whole."""
+    alts = split_alternatives(rx.pattern)
+    if not alts or len(alts) < 2:
+        return None
+    always: list[str] = []
+    gated: list[tuple[str, set[bytes]]] = []
+    for alt in alts:
+        try:
+            req = required_literals(alt, rx.flags)
+        except re.error:
+            return None  # (not a whole alternative: the reader took the source apart wrongly)
+        except (RecursionError, ValueError, TypeError, KeyError, AttributeError, IndexError):
+            req = None  # (no literal derived: searched on every line)
+        # (only ASCII text is gated: a literal it can hold is ASCII; a non-ASCII one, such as the
+        # KELVIN SIGN variant of an ignore-case "k", cannot occur in it)
+        lits = None if req is None else {w.encode("ascii").lower() for w in req if w.isascii()}
+        if lits and min(map(len, lits)) >= MIN_BYTES and all(b"\n" not in w for w in lits):
+            gated.append((alt, lits))
+        else:
+            always.append(alt)
+    if not gated:
+        return None
+    return (re.compile("|".join(f"(?:{a})" for a in always), rx.flags) if always else None), gated
+
+
+class GatedMarkers:
+    """Yes/no searches of several regexes (by name), each the same as ``bool(rx.search(text))``,
+    sharing one C matcher over the literals all of them require (see the module doc). A text asked
+    about by several regexes in a row is passed over once."""
+
+    def __init__(self, regexes: Mapping[str, re.Pattern[str]], plan_after: int | None = None) -> None:
+        self.regexes = dict(regexes)
+        #: whole-regex searches left before the plans are made (:data:`PLAN_AFTER`)
+        self._wait = PLAN_AFTER if plan_after is None else plan_after
         self._built = False
         self._finder: KeywordFinder | None = None
-        self._always: re.Pattern[str] | None = None
-        #: the gated alternatives: sources, each compiled when a line first needs it
-        self._gated: list[re.Pattern[str] | str] = []
-        #: per literal the finder holds (by rank): the gated alternatives that require it
-        self._alts_of: list[list[int]] = []
+        self._plans: dict[str, _Plan] = {}
+        self._last: tuple[str, list[int]] = ("", [])
 
     def _build(self) -> None:
         self._built = True
-        alts = split_alternatives(self.rx.pattern)
-        if not alts or len(alts) < 2:
+        planned = {name: got for name, rx in self.regexes.items() if (got := _plan(rx)) is not None}
+        if not planned:
             return
-        always: list[str] = []
-        gated: list[tuple[str, set[bytes]]] = []
-        for alt in alts:
-            try:
-                req = required_literals(alt, self.rx.flags)
-            except re.error:
-                return  # (not a whole alternative: the reader took the source apart wrongly)
-            except (RecursionError, ValueError, TypeError, KeyError, AttributeError, IndexError):
-                req = None  # (no literal derived: searched on every line)
-            # (only ASCII text is gated: a literal it can hold is ASCII; a non-ASCII one, such as the
-            # KELVIN SIGN variant of an ignore-case "k", cannot occur in it)
-            lits = None if req is None else {w.encode("ascii").lower() for w in req if w.isascii()}
-            if lits and min(map(len, lits)) >= MIN_BYTES and all(b"\n" not in w for w in lits):
-                gated.append((alt, lits))
-            else:
-                always.append(alt)
-        if not gated:
-            return
-        words = sorted({w for _alt, lits in gated for w in lits})
+        words = sorted({w for _always, gated in planned.values() for _alt, lits in gated for w in lits})
         finder = literal_finder(words)
         if finder is None:
             return
         rank = {w: r for r, w in enumerate(words)}
-        alts_of: list[list[int]] = [[] for _ in words]
-        for k, (_alt, lits) in enumerate(gated):
-            for w in lits:
-                alts_of[rank[w]].append(k)
-        self._gated = [alt for alt, _lits in gated]
-        self._always = re.compile("|".join(f"(?:{a})" for a in always), self.rx.flags) if always else None
-        self._alts_of = alts_of
+        for name, (always, gated) in planned.items():
+            plan = _Plan(self.regexes[name], always, [alt for alt, _lits in gated])
+            for k, (_alt, lits) in enumerate(gated):
+                for w in lits:
+                    plan.alts_of.setdefault(rank[w], []).append(k)
+            self._plans[name] = plan
         self._finder = finder
+        self._last = ("", finder.ranks(b""))
+
+    def search(self, name: str, text: str) -> bool:
+        """Whether the regex ``name`` matches somewhere in ``text``."""
+        if not self._built:
+            if self._wait > 0:
+                self._wait -= 1
+                return self.regexes[name].search(text) is not None
+            self._build()
+        plan = self._plans.get(name)
+        if plan is None or self._finder is None or not text.isascii():
+            return self.regexes[name].search(text) is not None
+        if plan.always is not None and plan.always.search(text):
+            return True
+        if self._last[0] == text:
+            ranks = self._last[1]
+        else:
+            ranks = self._finder.ranks(text.encode("ascii"))
+            self._last = (text, ranks)
+        tried: set[int] = set()
+        for r in ranks:
+            for k in plan.alts_of.get(r, ()):
+                if k in tried:
+                    continue
+                tried.add(k)
+                rx = plan.alternative(k)
+                if rx is None:  # (the whole regex from here on)
+                    del self._plans[name]
+                    return plan.rx.search(text) is not None
+                if rx.search(text):
+                    return True
+        return False
+
+
+class GatedSearch:
+    """One regex's :class:`GatedMarkers` search: ``search(text) -> bool``."""
+
+    def __init__(self, rx: re.Pattern[str], plan_after: int | None = None) -> None:
+        self.rx = rx
+        self.markers = GatedMarkers({"rx": rx}, plan_after)
 
     def search(self, text: str) -> bool:
-        """Whether ``rx`` matches somewhere in ``text``."""
-        if not self._built:
-            self._build()
-        finder = self._finder
-        if finder is None or not text.isascii():
-            return self.rx.search(text) is not None
-        if self._always is not None and self._always.search(text):
-            return True
-        ranks = finder.ranks(text.encode("ascii"))
-        if not ranks:
-            return False
-        tried: set[int] = set()
-        gated, alts_of = self._gated, self._alts_of
-        for r in ranks:
-            for k in alts_of[r]:
-                if k not in tried:
-                    tried.add(k)
-                    rx = gated[k]
-                    if isinstance(rx, str):
-                        try:
-                            rx = gated[k] = re.compile(rx, self.rx.flags)
-                        except re.error:  # (read apart wrongly: the whole regex from here on)
-                            self._finder = None
-                            return self.rx.search(text) is not None
-                    if rx.search(text):
-                        return True
-        return False
+        return self.markers.search("rx", text)
 
 
 def split_alternatives(src: str) -> list[str] | None:
