@@ -287,3 +287,17 @@ def test_keyword_finder_switched_off_by_the_environment(monkeypatch):
     monkeypatch.setenv(ls.PURE_PYTHON_ENV, "1")
     assert ls.keyword_finder(["abc"]) is None
     assert Scanner(SCANNER.signatures, fallback=SCANNER.fallback).keyword_finder is None
+
+
+def test_a_few_lines_never_build_the_keyword_finder():
+    """A pasted excerpt looks its lines up in Python; a log builds the C finder after
+    :data:`~k3doctor.explain.scan.FINDER_AFTER` lines, and the answers are the same either way."""
+    from k3doctor.explain import scan as scan_module
+
+    fresh = Scanner(SCANNER.signatures, fallback=SCANNER.fallback)
+    line = "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error"
+    want = [s.id for s in fresh.candidates(line)]
+    for _ in range(scan_module.FINDER_AFTER - 1):
+        fresh.candidates(line)
+    assert fresh._finder is False
+    assert [s.id for s in fresh.candidates(line)] == want and fresh._finder is not False

@@ -38,6 +38,7 @@ MAX_EXAMINED = 20_000
 LINE_CAP = 16 << 10      # characters of one line handed to stage 2
 CONTEXT_BYTES = 16 << 10  # how far back a signature's ``context`` regex may look
 MAX_SEAMS = 32           # seams of one rejoined line tried for two records (:meth:`Scanner._two_records`)
+FINDER_AFTER = 256       # lines looked up in Python before the C keyword finder is built
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
 
@@ -78,6 +79,7 @@ class Scanner:
         self._error_gate: tuple[str, ...] | None | bool = False  # False: not built yet
         self._literal: LiteralScan | None | bool = False  # False: not built yet
         self._finder: KeywordFinder | None | bool = False  # False: not built yet
+        self._looked = 0  # lines whose keywords were looked up before the finder was built
 
     @property
     def prefilter(self) -> Prefilter:
@@ -123,6 +125,15 @@ class Scanner:
             self._finder = keyword_finder([k for k, _ in self._keywords])
         return self._finder  # type: ignore[return-value]
 
+    def _finder_due(self) -> KeywordFinder | None:
+        """:attr:`keyword_finder` once :data:`FINDER_AFTER` lines have been looked up in Python
+        (building it costs what ~500 lines do: a pasted excerpt never pays for it)."""
+        if self._finder is False:
+            self._looked += 1
+            if self._looked <= FINDER_AFTER:
+                return None
+        return self.keyword_finder
+
     def candidates(self, text: str) -> list[Signature]:
         """The signatures one of whose keywords occurs in ``text``, in keyword order.
 
@@ -131,7 +142,7 @@ class Scanner:
         characters occur in the line are tested (a set of the line's trigrams). Either way a line
         costs its length, not the size of the KB."""
         text = text.lower()  # keywords match case-insensitively (they are indexed lowercased)
-        finder = self.keyword_finder
+        finder = self._finder_due()
         if finder is not None and text.isascii():
             ranks = finder.ranks(text.encode("ascii"))
             extra = [r for r in finder.rest if self._keywords[r][0] in text]
