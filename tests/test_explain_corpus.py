@@ -417,7 +417,9 @@ def test_top1_on_the_development_split(prefilter):
     rows, 51/74 before use) merged as well: 2949/3161 (93.29%): 0.931 holds. Fourteenth session:
     rounds 228-235 (branched from befb78e; 69 dev rows, 45/69 before use) merged on main: 3006/3229
     (93.09%), so the gate reads 0.930 (round 232 found that its rows, through the learned model
-    rebuilt on them, turn three earlier dev rows into fallback misses).
+    rebuilt on them, turn three earlier dev rows into fallback misses); with rounds 236-243 (branched
+    from c2f1e40; 63 dev rows, 45/63 before use) and the Ray wrapped-exception marker merged as well:
+    3063/3290 (93.10%): 0.930 holds.
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
@@ -738,7 +740,8 @@ def test_fallback_alone_on_the_development_split():
     bare-number exception is an error line; glog with the year and TensorRT-LLM's [E] are error levels)
     merged on main, model rebuilt after every merge: 2523/3027 (83.3%, in-sample; 5-fold 2238/3027,
     73.9%): 0.762 holds. Thirteenth session, rounds 212-219 merged: 2566/3088 (83.1%, in-sample;
-    5-fold 2279/3088, 73.8%): 0.762 holds.
+    5-fold 2279/3088, 73.8%): 0.762 holds. Fourteenth session, rounds 228-235 merged: 2662/3229
+    (82.4%, in-sample; 5-fold 2361/3229, 73.1%): 0.762 holds.
     MERGED-FIGURE"""
     alone = Scanner(signatures=[])
     hits = 0
@@ -976,7 +979,10 @@ def test_top1_on_the_heldout_split(prefilter):
     (branched from 915cf53) merged as well: 1425/1906 (74.76%): 0.736 holds. Thirteenth session, each
     measured once after its batch's merges: rounds 212-219 (branched from 994eefa) with the
     consequence-adjacency fix and the C stage 1: 1457/1944 (74.95%); rounds 220-227 (branched from
-    da16357) as well: 1493/1981 (75.37%): 0.736 holds.
+    da16357) as well: 1493/1981 (75.37%): 0.736 holds. Fourteenth session, each measured once after its
+    batch's merges: rounds 228-235 (branched from befb78e) with stage 2 in C: 1521/2023 (75.19%); rounds
+    236-243 (branched from c2f1e40) and the Ray wrapped-exception marker as well: 1547/2052 (75.39%):
+    0.736 holds.
     MERGED-FIGURE"""
 
 
@@ -1136,6 +1142,8 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     line of round 206): 27 of 914, 27 of 932 and 27 of 945 in the one measurement after each batch;
     the gate holds. Rounds 212-227 (thirteenth session) brought 33 held-out benign lines, one flagged
     before use (round 215's c10d line): 23 of 961 and 23 of 978 in the one measurement after each
+    batch; the gate holds. Rounds 228-243 (fourteenth session) brought 42 held-out benign lines, one
+    flagged before use (round 232's): 24 of 999 and 24 of 1020 in the one measurement after each
     batch; the gate holds.
     MERGED-FIGURE"""
     n = len(_benign_alarms("heldout", prefilter))
