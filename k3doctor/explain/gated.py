@@ -1,14 +1,16 @@
 """A marker regex's yes/no search that runs only the alternatives that can match the line.
 
-The fallback's marker regexes (``kb/fallback.toml``: ``[markers]``) are alternations of a hundred
-or more alternatives, and Python's ``re`` tries each of them at every position of a line: tens of
+The fallback's marker regexes (``kb/fallback.toml``: ``[markers]``) are alternations of 5 to 85
+alternatives, and Python's ``re`` tries each of them at every position of a line: tens of
 microseconds per line, for every line stage 2 tests as a possible error line. Most alternatives
 require a literal (``CUDA out of memory``, ``deprecated``): :func:`~.prefilter.required_literals`
 derives, for each alternative, literals one of which is in every line it matches. Where the C
-extension is built (:func:`~.literal_scan.literal_finder`), one C pass over the line finds which of
-those literals occur (case-insensitively: a superset of the case-sensitive occurrences), and only
-the alternatives one of whose literals occurs are searched; the alternatives with no literal of at
-least 3 bytes are searched on every line, as one regex.
+extension is built (:func:`~.literal_scan.literal_finder`), one C matcher over the literals of all
+the marker regexes finds which occur in an ASCII line (case-insensitively: a superset of the
+case-sensitive occurrences; once per line for all the regexes), and only the alternatives one of
+whose literals occurs are searched; the alternatives with no literal of at least 3 bytes are
+searched on every line, as one regex. A line that is not ASCII, and the first :data:`PLAN_AFTER`
+searches of a run, use the whole regexes.
 
 The answer is always the whole regex's (``bool(rx.search(text))``): an alternative is skipped only
 where a literal that every match of it holds is absent. ``tests/test_explain_gated.py`` compares

@@ -23,7 +23,7 @@ records where every line ends and the longest line on the way (what line assembl
 * **Stage 2 uses the same matcher** (:class:`KeywordFinder`): which of the knowledge base's
   keywords occur in a candidate line (:meth:`Scanner.candidates <.scan.Scanner.candidates>`), and
   which literals the alternatives of a fallback marker regex require (:mod:`.gated`), each in one
-  C pass over the line instead of a Python loop over thousands of keywords or a hundred regex
+  C pass over the line instead of a Python loop over thousands of keywords or up to 85 regex
   alternatives tried at every position.
 
 ``tests/test_explain_literal_scan.py`` checks that the lines are the Python prefilter's on
@@ -57,8 +57,8 @@ try:
 except ImportError:  # not built (no C compiler at install time): the Python prefilter is used
     _litscan = None
 
-__all__ = ["LiteralScan", "EndsLines", "KeywordFinder", "build", "keyword_finder", "literal_finder", "available",
-           "stage1_description", "tail_program", "PURE_PYTHON_ENV"]
+__all__ = ["LiteralScan", "EndsLines", "KeywordFinder", "build", "keyword_finder", "literal_finder",
+           "available", "stage1_description", "tail_program", "PURE_PYTHON_ENV"]
 
 PURE_PYTHON_ENV = "K3DOCTOR_PURE_PYTHON"
 GRAM = 3                 # bytes of the gram an anchor is filed under
@@ -79,7 +79,7 @@ def stage1_description() -> str:
         return "pure Python (the C extension _litscan was not built: no C compiler at install time)"
     if os.environ.get(PURE_PYTHON_ENV):
         return f"pure Python ({PURE_PYTHON_ENV} is set; the C extension is built)"
-    return "the C extension _litscan"
+    return "the C extension _litscan (stage 2's keyword and marker look-ups too)"
 
 
 # -- tails as byte-set programs ------------------------------------------------------------------
@@ -245,7 +245,6 @@ def build(prefilter: Prefilter, sample: bytes) -> LiteralScan | None:
     matcher = _litscan.Matcher(long_words, _offsets(long_words, sample[:SAMPLE].translate(_CASE)),  # type: ignore[union-attr]
                                programs, hit_bytes, pairs)
     return LiteralScan(matcher)
-
 
 
 # -- stage 2's keyword look-up -------------------------------------------------------------------
