@@ -17,9 +17,10 @@ import pytest
 from k3doctor.explain import gated as gated_module
 from k3doctor.explain import literal_scan as ls
 from k3doctor.explain.fallback import load_fallback
-from k3doctor.explain.gated import GatedMarkers, GatedSearch, split_alternatives
+from k3doctor.explain.gated import GatedMarkers, GatedSearch
 from k3doctor.explain.kb import load_kb
 from k3doctor.explain.prefilter import required_literals
+from k3doctor.explain.tail_anchor import alternatives
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "fixtures" / "errors"
@@ -63,7 +64,7 @@ def test_gated_search_on_random_mixtures_of_its_literals(name):
     rx = getattr(MODEL, name)
     gated = GatedSearch(rx, plan_after=0)
     words = sorted(required_literals(re.compile(alt, rx.flags)) or ()
-                   for alt in split_alternatives(rx.pattern) or [])
+                   for alt in alternatives(rx.pattern) or [])
     pool = sorted({w for ws in words for w in ws}) + ["Error", "ERROR: ", "failed", "INFO ", "]: "]
     rnd = random.Random(name)
     for _ in range(1500):
@@ -94,13 +95,13 @@ def test_a_regex_that_cannot_be_taken_apart_is_searched_whole():
     (r"(abc)(def)|(?-i:INFO)|(?<=x)yz", ["(abc)(def)", "(?-i:INFO)", "(?<=x)yz"]),
     (r"[]|]x|[^]|]y|[\]|]z", ["[]|]x", "[^]|]y", r"[\]|]z"]),
 ])
-def test_split_alternatives(src, alts):
-    assert split_alternatives(src) == alts
+def test_alternatives(src, alts):
+    assert alternatives(src) == alts
 
 
 @pytest.mark.parametrize("src", [r"(a)\1|b", r"(?P<n>a)|b", r"(?i)a|b", r"(a|b", r"a)|b", r"[ab|c"])
 def test_split_alternatives_refuses_what_it_cannot_read(src):
-    assert split_alternatives(src) is None
+    assert alternatives(src) is None
 
 
 @needs_c

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 
 from .literal_scan import KeywordFinder, literal_finder
 from .prefilter import required_literals
-from .tail_anchor import _class_end, _group_end
+from .tail_anchor import alternatives
 
-__all__ = ["GatedMarkers", "GatedSearch", "split_alternatives"]
+__all__ = ["GatedMarkers", "GatedSearch"]
 
 MIN_BYTES = 3  # the C pass files a literal under a 3-byte gram
 #: searches answered by the whole regexes before the plans are made (planning reads every
@@ -62,7 +62,7 @@ class _Plan:
 def _plan(rx: re.Pattern[str]) -> tuple[re.Pattern[str] | None, list[tuple[str, set[bytes]]]] | None:
     """The always-searched part of ``rx`` and its gated alternatives with their literals (lower-cased
     ASCII bytes, each of at least :data:`MIN_BYTES`); None where ``rx`` is searched whole."""
-    alts = split_alternatives(rx.pattern)
+    alts = alternatives(rx.pattern)
     if not alts or len(alts) < 2:
         return None
     always: list[str] = []
@@ -160,46 +160,3 @@ class GatedSearch:
 
     def search(self, text: str) -> bool:
         return self.markers.search("rx", text)
-
-
-def split_alternatives(src: str) -> list[str] | None:
-    """The top-level alternatives of a regex source, a group that is a whole alternative
-    (``(?:...)``, ``(...)``) taken apart as well; None where the source holds what this reader does
-    not take apart (a back-reference, a named group, flags for the whole pattern)."""
-    parts: list[str] = []
-    start, i, n = 0, 0, len(src)
-    while i < n:
-        c = src[i]
-        if c == "\\":
-            if src[i + 1:i + 2].isdigit() or src[i + 1:i + 2] in ("g", "k", "P", ""):
-                return None
-            i += 2
-            continue
-        end: int | None = i + 1
-        if c == "[":
-            end = _class_end(src, i)
-        elif c == "(":
-            if src.startswith(("(?P", "(?("), i) or re.match(r"\(\?[aiLmsux-]+\)", src[i:]):
-                return None
-            end = _group_end(src, i)
-        elif c == ")":
-            return None
-        elif c == "|":
-            parts.append(src[start:i])
-            start = i + 1
-        if end is None:
-            return None
-        i = end
-    parts.append(src[start:])
-    out: list[str] = []
-    for p in parts:
-        whole = p.startswith("(") and _group_end(p, 0) == len(p)
-        inner = p[3:-1] if whole and p.startswith("(?:") else p[1:-1] if whole and not p.startswith("(?") else None
-        if inner is None:
-            out.append(p)
-            continue
-        got = split_alternatives(inner)
-        if got is None:
-            return None
-        out += got
-    return out

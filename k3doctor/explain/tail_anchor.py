@@ -96,9 +96,14 @@ def _class_end(src: str, i: int) -> int | None:
     return None
 
 
+#: a group with flags of its own (``(?-i:INFO)``): an atom like any group
+_SCOPED_FLAGS = re.compile(r"\(\?[aiLmsux]*(?:-[imsx]+)?:")
+
+
 def _atoms(src: str) -> list[str] | None:
     """The top-level pieces of a regex source, each with its quantifier, and ``"|"`` between
-    alternatives; None for what this reader does not take apart (back-references, inline flags)."""
+    alternatives; None for what this reader does not take apart (back-references, flags for the
+    whole pattern, named groups)."""
     out: list[str] = []
     i, n = 0, len(src)
     while i < n:
@@ -119,8 +124,9 @@ def _atoms(src: str) -> list[str] | None:
             end = got
         elif c == "(":
             got = _group_end(src, i)
-            if got is None or src.startswith("(?", i) and not src.startswith(("(?:", "(?=", "(?!", "(?<=", "(?<!"), i):
-                return None  # inline flags, named groups, conditionals
+            if got is None or src.startswith("(?", i) and not src.startswith(("(?:", "(?=", "(?!", "(?<=", "(?<!"), i) \
+                    and not _SCOPED_FLAGS.match(src, i):
+                return None  # flags for the whole pattern, named groups, conditionals
             end = got
         elif c in "*+?{)":
             return None
