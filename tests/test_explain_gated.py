@@ -100,7 +100,7 @@ def test_alternatives(src, alts):
 
 
 @pytest.mark.parametrize("src", [r"(a)\1|b", r"(?P<n>a)|b", r"(?i)a|b", r"(a|b", r"a)|b", r"[ab|c"])
-def test_split_alternatives_refuses_what_it_cannot_read(src):
+def test_alternatives_refuses_what_it_cannot_read(src):
     assert alternatives(src) is None
 
 
