@@ -8,6 +8,7 @@ import pytest
 
 from fixtures.errors.sweep_files import sweep_messages
 from k3doctor.explain.kb import CATEGORIES, KBError, load_kb, parse_kb_text
+from k3doctor.explain.kb import tomllib as toml_lib
 from k3doctor.explain.scan import Scanner
 from k3doctor.explain.prefilter import fold
 
@@ -242,7 +243,9 @@ def test_signature_has_a_corpus_positive_and_a_corpus_near_miss(sig):
 
 def test_the_kb_is_not_written_from_heldout_threads():
     """No signature quotes a line found only in held-out rows, or cites a held-out thread (the
-    held-out split stays unseen; tools/kb_heldout_guard.py --fix removes offenders)."""
+    held-out split stays unseen; tools/kb_heldout_guard.py --fix removes offenders). A source
+    sweep's message is public source text, not a held-out line, even where a held-out excerpt
+    repeats it word for word (round 284: vllm-uva-unavailable's sweep example)."""
     from tools.kb_heldout_guard import heldout_only
 
     from fixtures.errors.build_corpus import thread_key
@@ -270,6 +273,66 @@ def test_the_guard_names_a_held_out_line_inside_a_multi_line_example():
     line = text.splitlines()[1].strip()
     assert f"{sig.id}: examples[{k}]" in inside_items({line})
     assert inside_items(set()) == []
+
+
+def _guard_on(tmp_path, monkeypatch, toml: str, held: set[str]):
+    import tools.kb_heldout_guard as guard
+
+    (tmp_path / "other.toml").write_text(toml, encoding="utf-8")
+    monkeypatch.setattr(guard, "KB", tmp_path)
+    monkeypatch.setattr(guard, "heldout_only", lambda: (held, set()))
+    monkeypatch.setattr(guard, "inside_items", lambda lines: [])
+    return guard
+
+
+_GUARD_TOML = """[[signature]]
+id = "x"
+patterns = [
+  'RuntimeError: UVA is not available',
+]
+examples = ["RuntimeError: UVA is not available", "RuntimeError: UVA is not available here"]
+near_misses = [
+  "RuntimeError: UVA is not available",
+  "RuntimeError: NIXL is not available",
+]
+"""
+
+
+def test_the_guard_never_removes_a_pattern_line_and_reads_inline_lists(tmp_path, monkeypatch, capsys):
+    """Round 284: ``--fix`` used to drop any quoted line equal to a held-out line, so a pattern line
+    went and the KB broke, while the inline example list it should have named was never read. Now
+    only ``examples`` / ``near_misses`` items are read, block or inline, and patterns stay."""
+    guard = _guard_on(tmp_path, monkeypatch, _GUARD_TOML, {"RuntimeError: UVA is not available"})
+    assert guard.main([]) == 0
+    out = capsys.readouterr().out
+    assert out.count("quotes a held-out line") == 2 and "2 item(s) found" in out
+    assert (tmp_path / "other.toml").read_text(encoding="utf-8") == _GUARD_TOML  # report only
+    guard.main(["--fix"])
+    fixed = (tmp_path / "other.toml").read_text(encoding="utf-8")
+    assert "  'RuntimeError: UVA is not available',\n" in fixed  # the pattern line stays
+    assert 'examples = ["RuntimeError: UVA is not available here"]' in fixed
+    assert '"RuntimeError: NIXL is not available"' in fixed and fixed.count("NIXL") == 1
+    toml_lib.loads(fixed)  # still a valid TOML file
+
+
+def test_the_guard_leaves_an_inline_list_it_would_empty_for_a_hand_fix(tmp_path, monkeypatch, capsys):
+    toml = _GUARD_TOML.replace(', "RuntimeError: UVA is not available here"', "")
+    guard = _guard_on(tmp_path, monkeypatch, toml, {"RuntimeError: UVA is not available"})
+    guard.main(["--fix"])
+    assert "would be empty: replace by hand" in capsys.readouterr().out
+    assert 'examples = ["RuntimeError: UVA is not available"]' in (tmp_path / "other.toml").read_text()
+
+
+def test_a_sweep_message_is_not_a_held_out_only_line():
+    """A held-out excerpt that repeats a source sweep's message word for word does not make the
+    message a held-out line (the sweep is public source text the KB may quote)."""
+    from tools.kb_heldout_guard import heldout_only
+
+    from fixtures.errors.sweep_files import sweep_messages
+
+    held, _ = heldout_only()
+    assert not held & sweep_messages()
+    assert "RuntimeError: UVA is not available" in sweep_messages()
 
 
 def test_no_fallback_term_is_listed_twice_in_a_category():

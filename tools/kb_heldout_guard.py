@@ -4,8 +4,13 @@ reference to a held-out thread (the held-out split must stay unseen by the KB).
     python tools/kb_heldout_guard.py          # report
     python tools/kb_heldout_guard.py --fix    # edit kb/*.toml in place (list-item lines only)
 
-A held-out line inside a multi-line example (``"...\\n..."``) is reported with its signature's id
-and the example's index, to be replaced by hand (``--fix`` does not rewrite part of an item).
+Only the items of ``examples`` and ``near_misses`` lists are read, one item a line or inline
+(``examples = ["a", "b"]``); pattern lines are never touched, even when a pattern's text equals a
+held-out line. A line that is also a source sweep's message (``fixtures/errors/sweeps/``: public
+source text, which a signature may quote whole) is not a held-out-only line. A held-out line inside
+a multi-line example (``"...\\n..."``), or the last item of an inline list, is reported with its
+signature's id and the example's index, to be replaced by hand (``--fix`` does not rewrite part of
+an item or leave a list empty).
 
 ``tests/test_explain_kb.py::test_the_kb_is_not_written_from_heldout_threads`` enforces it.
 """
@@ -21,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from fixtures.errors.build_corpus import thread_key  # noqa: E402
+from fixtures.errors.sweep_files import sweep_messages  # noqa: E402
 
 KB = ROOT / "k3doctor" / "explain" / "kb"
 CORPUS = ROOT / "fixtures" / "errors"
@@ -37,7 +43,21 @@ def heldout_only() -> tuple[set[str], set[str]]:
                 threads.add(row["thread"])
             else:
                 dev |= lines
-    return held - dev, threads
+    return held - dev - sweep_messages(), threads
+
+
+_OPEN = re.compile(r"^(\w+) = \[")
+_ITEM = re.compile(r'\s*(["\'])(.*)\1,?\s*')
+_STRINGS = re.compile(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'')
+
+
+def _quoted(text: str, lines: set[str]) -> list[tuple[str, bool]]:
+    """(item, held-out-only) for each string of an inline list's text (TOML basic or literal)."""
+    out = []
+    for m in _STRINGS.finditer(text):
+        item = json.loads(f'"{m.group(1)}"') if m.group(1) is not None else m.group(2)
+        out.append((m.group(0), item.strip() in lines))
+    return out
 
 
 def inside_items(lines: set[str]) -> list[str]:
@@ -64,12 +84,35 @@ def main(argv: list[str]) -> int:
     for path in sorted(KB.glob("*.toml")):
         text = path.read_text(encoding="utf-8")
         out = []
+        key = None  # the list whose items the next lines are ("examples", "patterns", ...)
         for ln in text.splitlines(keepends=True):
-            item = re.fullmatch(r'\s*(["\'])(.*)\1,?\s*', ln.rstrip("\n"))
-            if item and item.group(2).strip() in lines:
-                print(f"{path.name}: quotes a held-out line: {item.group(2)[:80]}")
-                changed += 1
-                continue
+            body = ln.rstrip("\n")
+            opened = _OPEN.match(body)
+            if opened:
+                key = opened.group(1)
+                rest = body[opened.end():]
+                if rest.rstrip().endswith("]"):  # an inline list: key = ["a", "b"]
+                    key = None
+                    if opened.group(1) in ("examples", "near_misses"):
+                        items = _quoted(rest.rstrip()[:-1], lines)
+                        bad = [q for q, held in items if held]
+                        for q in bad:
+                            print(f"{path.name}: quotes a held-out line: {q[1:81]}")
+                            changed += 1
+                        if bad and len(bad) < len(items) and "--fix" in argv:
+                            keep = ", ".join(q for q, held in items if not held)
+                            ln = f"{opened.group(1)} = [{keep}]\n"
+                        elif bad:
+                            print(f"{path.name}: the inline {opened.group(1)} list above would be empty: replace by hand")
+            elif key is not None and body.strip() == "]":
+                key = None
+            elif key in ("examples", "near_misses"):
+                item = _ITEM.fullmatch(body)
+                text_of = item and (json.loads(f'"{item.group(2)}"') if item.group(1) == '"' else item.group(2))
+                if item and text_of.strip() in lines:
+                    print(f"{path.name}: quotes a held-out line: {item.group(2)[:80]}")
+                    changed += 1
+                    continue
             for url in re.findall(r'"(https://github\.com/[^"]+)"', ln):
                 try:
                     if thread_key(url) in threads:
