@@ -323,6 +323,19 @@ def test_the_guard_leaves_an_inline_list_it_would_empty_for_a_hand_fix(tmp_path,
     assert 'examples = ["RuntimeError: UVA is not available"]' in (tmp_path / "other.toml").read_text()
 
 
+def test_the_guard_reads_several_items_on_one_line_and_keeps_the_others(tmp_path, monkeypatch, capsys):
+    """Round 280's merge brought a list line holding two items; the guard read it as one string and
+    crashed. Each item is read; ``--fix`` keeps the line's other items (a ``#`` inside one stays)."""
+    toml = _GUARD_TOML.replace('  "RuntimeError: NIXL is not available",\n',
+                               '  "see sglang#12 first", "RuntimeError: UVA is not available",\n')
+    guard = _guard_on(tmp_path, monkeypatch, toml, {"RuntimeError: UVA is not available"})
+    guard.main(["--fix"])
+    assert "3 item(s) removed" in capsys.readouterr().out
+    fixed = (tmp_path / "other.toml").read_text(encoding="utf-8")
+    assert '  "see sglang#12 first",\n' in fixed
+    toml_lib.loads(fixed)
+
+
 def test_a_sweep_message_is_not_a_held_out_only_line():
     """A held-out excerpt that repeats a source sweep's message word for word does not make the
     message a held-out line (the sweep is public source text the KB may quote)."""
