@@ -1,0 +1,43 @@
+"""tools/rounds/kb_merge3.py: the KB files of two round branches are united by signature block."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from k3doctor.explain.kb import tomllib
+
+TOOL = Path(__file__).resolve().parents[1] / "tools" / "rounds" / "kb_merge3.py"
+HEAD = '# header\n\n[[signature]]\nid = "a"\ntitle = "A"\nexamples = ["x"]\n'
+
+
+def _block(sid: str, title: str) -> str:
+    return f'\n[[signature]]\nid = "{sid}"\ntitle = "{title}"\nexamples = ["y"]\n'
+
+
+def _merge(tmp_path: Path, base: str, ours: str, theirs: str) -> subprocess.CompletedProcess[str]:
+    for name, text in (("b", base), ("o", ours), ("t", theirs)):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return subprocess.run([sys.executable, str(TOOL), *(str(tmp_path / n) for n in "bot")],
+                          capture_output=True, text=True)
+
+
+def test_blocks_appended_on_both_sides_are_both_kept_whole(tmp_path):
+    """Round 263's merge with a line union glued two appended signatures into invalid TOML."""
+    res = _merge(tmp_path, HEAD, HEAD + _block("b", "B"), HEAD + _block("c", "C"))
+    assert res.returncode == 0, res.stderr
+    ids = [s["id"] for s in tomllib.loads(res.stdout)["signature"]]
+    assert ids == ["a", "b", "c"]
+
+
+def test_a_block_changed_on_one_side_takes_that_side(tmp_path):
+    res = _merge(tmp_path, HEAD, HEAD.replace('"A"', '"A2"'), HEAD + _block("c", "C"))
+    assert res.returncode == 0
+    sigs = tomllib.loads(res.stdout)["signature"]
+    assert [s["title"] for s in sigs] == ["A2", "C"]
+
+
+def test_a_block_changed_differently_on_both_sides_stops_the_merge(tmp_path):
+    res = _merge(tmp_path, HEAD, HEAD.replace('"A"', '"A2"'), HEAD.replace('"A"', '"A3"'))
+    assert res.returncode == 1 and "changed on both sides: a" in res.stderr
