@@ -3,7 +3,11 @@
 counted, never shown.   python tools/rounds/dev_grep.py 'REGEX' [--max 20]"""
 import json, re, sys
 from pathlib import Path
-rx = re.compile(sys.argv[1], re.I); mx = int(sys.argv[sys.argv.index("--max") + 1]) if "--max" in sys.argv else 20
+try:
+    rx = re.compile(sys.argv[1], re.I)
+    mx = int(sys.argv[sys.argv.index("--max") + 1]) if "--max" in sys.argv else 20
+except (IndexError, ValueError, re.error) as exc:
+    raise SystemExit(f"usage: python tools/rounds/dev_grep.py 'REGEX' [--max N]   ({exc})")
 shown = hidden = 0
 for name in ("errors.jsonl", "benign.jsonl"):
     for line in (Path.cwd() / "fixtures/errors" / name).read_text(encoding="utf-8").splitlines():

@@ -15,8 +15,12 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from validate_explain import load_sample, split_of_sample, top1, alarms  # noqa: E402
 from k3doctor.explain.scan import Scanner  # noqa: E402
 
+if len(sys.argv) < 2 or not sys.argv[1].isdigit():
+    raise SystemExit("usage: python tools/rounds/dev_rows.py N [--all]   (N: the round number)")
 n = int(sys.argv[1]); show_all = "--all" in sys.argv
 paths = [p for p in (ROOT / f"fixtures/errors/collected/r{n}_errors.jsonl", ROOT / f"fixtures/errors/collected/r{n}_benign.jsonl") if p.exists()]
+if not paths:
+    raise SystemExit(f"dev_rows.py: no fixtures/errors/collected/r{n}_*.jsonl under {ROOT} (run it from the checkout's root)")
 errors, benign = load_sample(paths)
 split = split_of_sample()
 sc = Scanner()

@@ -14,7 +14,12 @@ def blocks(text):
         k = m.group(1) if m else f"?{len(order)}"
         out[k] = b.rstrip("\n") + "\n"; order.append(k)
     return head, out, order
-base, ours, theirs = (open(p, encoding="utf-8").read() for p in sys.argv[1:4])
+if len(sys.argv) != 4:
+    raise SystemExit("usage: kb_merge3.py BASE OURS THEIRS > OUT")
+try:
+    base, ours, theirs = (open(p, encoding="utf-8").read() for p in sys.argv[1:4])
+except (OSError, UnicodeDecodeError) as exc:
+    raise SystemExit(f"kb_merge3.py: cannot read {exc}")
 hb, bb, bo = blocks(base); ho, ob, oo = blocks(ours); ht, tb, to = blocks(theirs)
 bad = []
 def pick(b, o, t, name):
