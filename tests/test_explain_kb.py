@@ -336,6 +336,18 @@ def test_the_guard_reads_several_items_on_one_line_and_keeps_the_others(tmp_path
     toml_lib.loads(fixed)
 
 
+def test_the_guard_names_a_broken_kb_file_instead_of_a_traceback(monkeypatch, capsys):
+    import tools.kb_heldout_guard as guard
+
+    def broken(lines):
+        raise KBError("kb/other.toml: Expected ']]' at the end of an array declaration (at line 3, column 12)")
+
+    monkeypatch.setattr(guard, "inside_items", broken)
+    assert guard.main([]) == 2
+    err = capsys.readouterr().err
+    assert "kb/other.toml" in err and "fix that file" in err
+
+
 def test_a_sweep_message_is_not_a_held_out_only_line():
     """A held-out excerpt that repeats a source sweep's message word for word does not make the
     message a held-out line (the sweep is public source text the KB may quote)."""

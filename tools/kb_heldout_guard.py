@@ -64,6 +64,14 @@ def _quoted(text: str, lines: set[str]) -> list[tuple[str, bool]]:
     return out
 
 
+def _report(path: Path, items: list[tuple[str, bool]]) -> list[str]:
+    """Print each held-out-only item of a list line; return them (as quoted in the file)."""
+    bad = [q for q, held in items if held]
+    for q in bad:
+        print(f"{path.name}: quotes a held-out line: {q[1:81]}")
+    return bad
+
+
 def inside_items(lines: set[str]) -> list[str]:
     """``id: field[index]`` of every multi-line example / near miss holding a held-out-only line
     (as ``tests/test_explain_kb.py`` reads them: each line of the parsed string)."""
@@ -82,7 +90,15 @@ def inside_items(lines: set[str]) -> list[str]:
 def main(argv: list[str]) -> int:
     lines, threads = heldout_only()
     changed = 0
-    for where in inside_items(lines):
+    from k3doctor.explain.kb import KBError
+
+    try:
+        multi_line = inside_items(lines)
+    except KBError as exc:
+        print(f"kb_heldout_guard: {exc}; fix that file (python tools/kb_parsed.py --check names it too), "
+              "then run this again", file=sys.stderr)
+        return 2
+    for where in multi_line:
         print(f"{where}: a line of this multi-line item is a held-out line (replace it by hand)")
         changed += 1
     for path in sorted(KB.glob("*.toml")):
@@ -99,10 +115,8 @@ def main(argv: list[str]) -> int:
                     key = None
                     if opened.group(1) in ("examples", "near_misses"):
                         items = _quoted(rest.rstrip()[:-1], lines)
-                        bad = [q for q, held in items if held]
-                        for q in bad:
-                            print(f"{path.name}: quotes a held-out line: {q[1:81]}")
-                            changed += 1
+                        bad = _report(path, items)
+                        changed += len(bad)
                         if bad and len(bad) < len(items) and "--fix" in argv:
                             keep = ", ".join(q for q, held in items if not held)
                             ln = f"{opened.group(1)} = [{keep}]\n"
@@ -112,10 +126,8 @@ def main(argv: list[str]) -> int:
                 key = None
             elif key in ("examples", "near_misses"):
                 items = _quoted(body if body.lstrip().startswith(("\"", "'")) else "", lines)
-                bad = [q for q, held in items if held]
-                for q in bad:
-                    print(f"{path.name}: quotes a held-out line: {q[1:81]}")
-                    changed += 1
+                bad = _report(path, items)
+                changed += len(bad)
                 if bad and len(bad) == len(items):
                     continue  # (with --fix: the line goes)
                 if bad:

@@ -26,17 +26,20 @@ def _common_dir() -> Path:
 
 MAIN = _common_dir().parent / "fixtures" / "errors"
 CLAIMS = _common_dir() / "k3d-claims"
-_T = re.compile(r"https?://github\.com/([^/\s]+)/([^/\s]+)/(?:issues|pull|discussions)/(\d+)")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from fixtures.errors.build_corpus import thread_key  # noqa: E402  (the corpus's own thread key)
+
+_SHORT = re.compile(r"^([\w.\-]+)/([\w.\-]+)#(\d+)$")
 
 
-def key(url):
-    m = _T.search(url)
-    if not m:
-        m2 = re.match(r"^([\w.\-]+)/([\w.\-]+)#(\d+)$", url.strip())
-        if not m2:
-            return None
-        m = m2
-    return f"{m.group(1).lower()}/{m.group(2).lower()}#{m.group(3)}"
+def key(url: str) -> str | None:
+    """``owner/repo#N`` for a thread URL (as the corpus keys it) or an ``owner/repo#N`` string."""
+    url = url.strip().replace("http://", "https://", 1)
+    try:
+        return thread_key(url)
+    except ValueError:
+        m = _SHORT.match(url)
+        return f"{m.group(1).lower()}/{m.group(2).lower()}#{m.group(3)}" if m else None
 
 
 def known_threads():
@@ -74,6 +77,8 @@ def claims():
 
 def main(argv):
     claim = None
+    if not argv or (argv[:1] == ["--claim"] and (len(argv) < 3 or not argv[1].isdigit())):
+        raise SystemExit("usage: known.py URL [URL ...]  |  known.py --claim N URL [URL ...]")
     if argv[:1] == ["--claim"]:
         claim, argv = f"r{int(argv[1])}", argv[2:]
     CLAIMS.mkdir(exist_ok=True)

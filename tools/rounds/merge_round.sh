@@ -27,7 +27,10 @@ python -m fixtures.errors.build_corpus || exit 1
 python tools/kb_parsed.py > /dev/null || exit 1
 python tools/fallback_model.py --write-model k3doctor/explain/kb/fallback-model.json > /tmp/fm_$BR.log 2>&1 || { tail /tmp/fm_$BR.log; exit 1; }
 python tools/kb_parsed.py --check || exit 1
-python tools/kb_heldout_guard.py || exit 1
+python tools/kb_heldout_guard.py | tee /tmp/guard_$BR.log | tail -1
+grep -q "^0 item(s) found" /tmp/guard_$BR.log || { echo "the KB quotes held-out text: fix it, then commit the merge by hand"; exit 1; }
 git add -A fixtures/errors k3doctor/explain/kb
-python -m pytest -q -x -p no:cacheprovider tests/test_explain_kb.py 2>&1 | tail -2
+python -m pytest -q -x -p no:cacheprovider tests/test_explain_kb.py > /tmp/kbtest_$BR.log 2>&1
+tail -1 /tmp/kbtest_$BR.log
+grep -q " passed" /tmp/kbtest_$BR.log && ! grep -q " failed" /tmp/kbtest_$BR.log || { echo "tests/test_explain_kb.py fails: the merge is left uncommitted"; exit 1; }
 git commit -q -m "Merge $TITLE (branch $BR): corpus and learned model rebuilt, KB sides united" && git log --oneline -1
