@@ -439,11 +439,16 @@ def test_top1_on_the_development_split(prefilter):
     (92.80%); with rounds 301-308 (branched from f0473b2; 48 dev rows, 27/48 before use) merged as
     well: 3446/3716 (92.73%), so the gate reads 0.927: rounds 302, 304, 306 and 308 measured their
     new rows alone (main's KB and model, none of their rules) under 0.928, and their rules won some
-    of those rows back but not all.
+    of those rows back but not all. With rounds 309-316 merged as well: 3500/3771 (92.81%). Then the
+    lead's change to the learned fallback (a naive Bayes vote beside the regression, terms x0.2
+    instead of x0.3; chosen by nested cross-validation on the dev rows, where it is right on 17 more
+    of 3393 out-of-fold verdicts, and on 14 more of 732 rows of rounds 200-316 each classified by a
+    model trained before its round) fits the dev rows it was trained on less closely: 3487/3771
+    (92.47%), so the gate reads 0.924 (held-out, measured once after the change: 1749 -> 1769).
     MERGED-FIGURE"""
     acc, misses = accuracy(DEV, prefilter)
     print(f"dev top-1 ({'log' if prefilter else 'text'} mode): {acc:.1%} on {len(DEV)}; misses: {misses}")
-    assert acc >= 0.927, misses  # log mode answers what text mode does (the prefilter is exact)
+    assert acc >= 0.924, misses  # log mode answers what text mode does (the prefilter is exact)
 
 
 def test_fallback_alone_on_the_development_split():
@@ -1262,9 +1267,11 @@ def test_patterns_generalise_beyond_the_corpus_strings(seed):
     so 0.925: rounds 295, 298, 299 and 300 each measured the new rows alone (main's KB and model, no
     rule of theirs) at 0.9253-0.9260, their mostly fallback-answered dev rows pulling the ratio down.
     With rounds 301-308 merged as well: 0.92465 at the lowest (seed 1; 3436/3716; unperturbed 3446),
-    so 0.924, with the unperturbed dev gate above."""
+    so 0.924, with the unperturbed dev gate above. With rounds 309-316 and the learned fallback's
+    naive Bayes vote (see the dev gate above): 0.92230 on all three seeds (3478/3771; unperturbed
+    3487), so 0.922."""
     acc, misses = accuracy(DEV, False, _perturb(seed))
-    assert acc >= 0.924, misses
+    assert acc >= 0.922, misses
 
 
 def test_the_cli_never_prints_a_traceback_on_any_corpus_excerpt():

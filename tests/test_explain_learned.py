@@ -17,17 +17,17 @@ from hypothesis import strategies as st
 
 from k3doctor.explain.fallback import load_fallback
 from k3doctor.explain.kb import KBError
-from k3doctor.explain.learned import (TERM_WEIGHT, LearnedModel, features, load_learned,
-                                      parse_learned)
+from k3doctor.explain.learned import (NB_WEIGHT, TERM_WEIGHT, LearnedModel, features,
+                                      load_learned, parse_learned)
 from k3doctor.explain.scan import Scanner
 
 SHIPPED = resources.files("k3doctor.explain") / "kb" / "fallback-model.json"
 
 
 def test_the_shipped_model_is_rebuilt_from_the_dev_rows_and_the_sweeps():
-    """Rebuild it and compare: same tokens, weights within rounding. A collection round that adds
-    dev rows (or a sweep) must rebuild it: ``python tools/fallback_model.py --write-model
-    k3doctor/explain/kb/fallback-model.json``."""
+    """Rebuild it and compare: same tokens, weights within rounding, naive Bayes counts exact. A
+    collection round that adds dev rows (or a sweep) must rebuild it: ``python
+    tools/fallback_model.py --write-model k3doctor/explain/kb/fallback-model.json``."""
     from tools import fallback_model as fm
 
     base = load_fallback().without_learned()
@@ -41,6 +41,8 @@ def test_the_shipped_model_is_rebuilt_from_the_dev_rows_and_the_sweeps():
     for tok, ws in rebuilt["weights"].items():
         assert all(abs(a - b) <= 0.002 for a, b in zip(ws, shipped["weights"][tok])), (tok, hint)
     assert all(abs(a - b) <= 0.002 for a, b in zip(rebuilt["bias"], shipped["bias"])), hint
+    assert shipped["nb_counts"] == rebuilt["nb_counts"], hint  # counts: exact
+    assert shipped["nb_totals"] == rebuilt["nb_totals"] and shipped["nb_alpha"] == rebuilt["nb_alpha"], hint
 
 
 def test_the_model_never_reads_a_heldout_row():
@@ -67,6 +69,11 @@ def test_the_packaged_fallback_carries_the_model():
     ('{"format": 1, "categories": ["a", "b"], "bias": [0], "weights": {}}', "one per category"),
     ('{"format": 1, "categories": ["a"], "bias": [0], "weights": {"x": [1, 2]}}', "'x'"),
     ('{"format": 1, "categories": ["a"], "bias": ["z"], "weights": {}}', "one per category"),
+    ('{"format": 1, "categories": ["a"], "bias": [0], "weights": {}, "nb_totals": [1]}', "naive Bayes"),
+    ('{"format": 1, "categories": ["a"], "bias": [0], "weights": {}, "nb_counts": {}, "nb_totals": [1],'
+     ' "nb_alpha": 0}', "positive 'nb_alpha'"),
+    ('{"format": 1, "categories": ["a"], "bias": [0], "weights": {}, "nb_counts": {"y": [-1]},'
+     ' "nb_totals": [1]}', "'y'"),
 ])
 def test_a_broken_model_file_names_itself(text, message):
     with pytest.raises(KBError, match="fallback-model.json") as err:
@@ -87,8 +94,8 @@ def _toy(category: str, token: str) -> LearnedModel:
 
 
 def test_the_two_votes_combine_as_documented():
-    """0.3 x term score + log P: a confident model outvotes one weak term; strong terms outvote
-    a model that barely leans."""
+    """0.2 x term score + log P (a model with no naive Bayes part votes with log P alone): a
+    confident model outvotes one weak term; strong terms outvote a model that barely leans."""
     base = load_fallback()
     line = "RuntimeError: frobnicate failed while the qqzz socket was busy"
     lines = [("<text>", 1, line)]
@@ -182,3 +189,24 @@ def test_a_packaged_model_for_other_categories_names_the_fix(monkeypatch):
     model = fb.load_fallback.__wrapped__()
     with pytest.raises(KBError, match="rebuild it"):
         model.classify([("<text>", 1, "RuntimeError: frob failed")], None)
+
+
+def test_the_naive_bayes_part_joins_the_vote():
+    """vote = log P of the regression + NB_WEIGHT x log P of naive Bayes; a naive Bayes part that
+    leans hard towards a category tips a regression that does not lean; the shipped file has one."""
+    cats = tuple(c.name for c in load_fallback().categories)
+    lr = LearnedModel(cats, tuple(0.0 for _ in cats), {"frobnicate": tuple(0.0 for _ in cats)})
+    counts = {"frobnicate": tuple(400.0 if c == "memory" else 0.0 for c in cats)}
+    both = dataclasses.replace(lr, nb_counts=counts, nb_totals=tuple(400.0 for _ in cats))
+    line = "RuntimeError: frobnicate failed"
+    feats = features(line, [line])
+    assert lr.vote(feats) == lr.log_posterior(feats)  # no naive Bayes part: the regression alone
+    nb = both.nb_log_posterior(feats)
+    assert nb is not None and max(nb, key=lambda c: nb[c]) == "memory"
+    vote = both.vote(feats)
+    assert all(vote[c] == pytest.approx(both.log_posterior(feats)[c] + NB_WEIGHT * nb[c]) for c in cats)
+    v = dataclasses.replace(load_fallback(), learned=both).classify([("<text>", 1, line)], None)
+    assert v is not None and v.category == "memory"
+    shipped = load_learned()
+    assert shipped is not None and shipped.nb_totals and set(shipped.nb_counts) == set(shipped.weights)
+

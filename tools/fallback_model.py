@@ -255,9 +255,24 @@ def lr_log_posterior(model: dict[str, Any], feats: dict[str, int]) -> dict[str, 
                              for c in cats])
 
 
+def train_both(data: list[tuple[str, str, dict[str, int]]], cats: list[str]) -> dict[str, Any]:
+    """The shipped learner: the logistic regression and the naive Bayes model of the same data."""
+    return {"lr": train_lr(data, cats), "nb": train_nb(data, cats)}
+
+
+def both_log_posterior(model: dict[str, Any], feats: dict[str, int]) -> dict[str, float]:
+    """log P of the regression + ``NB_WEIGHT`` x log P of naive Bayes, renormalised (the shipped
+    model's vote, :meth:`LearnedModel.vote <k3doctor.explain.learned.LearnedModel.vote>`, up to a
+    constant)."""
+    lr, nb = lr_log_posterior(model["lr"], feats), nb_log_posterior(model["nb"], feats)
+    cats = model["lr"]["categories"]
+    return _normalise(cats, [lr[c] + _learned.NB_WEIGHT * nb[c] for c in cats])
+
+
 LEARNERS: dict[str, tuple[Callable[..., dict[str, Any]], Callable[..., dict[str, float]]]] = {
     "naive Bayes": (train_nb, nb_log_posterior),
     "logistic regression": (train_lr, lr_log_posterior),
+    "LR + 0.1 x NB (shipped)": (train_both, both_log_posterior),
 }
 
 
@@ -309,6 +324,7 @@ COMBOS: dict[str, Combo] = {
     "model alone": lambda t, ts, p: None if t is None else max(sorted(p), key=lambda c: p[c]),
     "model where no term": lambda t, ts, p: (max(sorted(p), key=lambda c: p[c])
                                              if t is not None and not ts else t),
+    "terms x0.2 + log P (shipped)": _sum(0.2),
     "terms x0.3 + log P": _sum(0.3),
     "terms x1 + log P": _sum(1.0),
     "terms x3 + log P": _sum(3.0),
@@ -526,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             print(f"fallback_model: cannot write {args.write_model}: {exc.strerror or exc}", file=sys.stderr)
             return 2
-        print(f"wrote {args.write_model}: {text.count(chr(10)) - 2} tokens")
+        print(f"wrote {args.write_model}: {len(json.loads(text)['weights'])} tokens")
         return 0
     if args.write:
         model = train_nb([(e.thread, e.want, features(e.salient, e.others)) for e in examples],
@@ -569,12 +585,17 @@ def model_json(examples: list[Example], extra: tuple[Example, ...], cats: list[s
     decimals, one token a line, sorted (the same text for the same corpus)."""
     data = [(e.thread, e.want, features(e.salient, e.others)) for e in examples] + _data(extra)
     model = train_lr(data, cats)
+    nb = train_nb(data, cats)
     head = {"format": _learned.FORMAT, "categories": cats,
             "bias": [_num(model["b"][c]) for c in cats], "examples": len(_per_thread(data)),
+            "nb_alpha": nb["alpha"], "nb_totals": nb["totals"],
             "built_by": "python tools/fallback_model.py --write-model k3doctor/explain/kb/fallback-model.json"}
     body = ",\n".join(f"{json.dumps(k)}:{json.dumps([_num(model['w'][c].get(k, 0.0)) for c in cats], separators=(',', ':'))}"
                       for k in sorted(model["vocab"]))
-    return json.dumps(head, sort_keys=True)[:-1] + ', "weights": {\n' + body + "\n}}\n"
+    nb_body = ",\n".join(f"{json.dumps(k)}:{json.dumps(v, separators=(',', ':'))}"
+                         for k, v in sorted(nb["tokens"].items()))
+    return (json.dumps(head, sort_keys=True)[:-1] + ', "weights": {\n' + body
+            + '\n}, "nb_counts": {\n' + nb_body + "\n}}\n")
 
 
 def dump(model: dict[str, Any]) -> str:

@@ -28,9 +28,11 @@ and names a category with ``confidence = "low"``, the line quoted, and the next 
 4. **The category.** Two votes. Weighted literal terms per category (``kb/fallback.toml``, built
    from the development corpus) are summed over the salient line (double weight) and the other
    error lines; and a learned model (:mod:`.learned`, ``kb/fallback-model.json``: a logistic
-   regression over the same lines' words, trained on the development rows and the engines' own
-   messages from the source sweeps) gives each category a log-probability. The category with the
-   highest ``0.3 x term score + log P`` wins. No term at all and no explicit error (an exception,
+   regression and a naive Bayes model over the same lines' words, both trained on the development
+   rows and the engines' own messages from the source sweeps) gives each category a vote, log P of
+   the regression + 0.1 x log P of naive Bayes. The category with the highest ``0.2 x term score +
+   vote`` wins (until 2026-12-06 the regression alone, with terms x0.3: the two models together
+   generalise better, measured on rows neither had seen; docs/validation.md, seventeenth session). No term at all and no explicit error (an exception,
    ``ERROR``/``FATAL``, an assertion): no verdict, so a line such as "Failed to open
    libibverbs.so" with no category word and no exception stays unclassified. On the development
    rows of later collection rounds, classified by terms and a model that had not seen them, the
@@ -398,11 +400,13 @@ class FallbackModel:
             if ranked:
                 return Verdict(ranked[0][1], line, where, best, tuple(ranked[0][2][:6]))
             return Verdict("other", line, where, 0.0, ())
-        # step 4 with the learned model: TERM_WEIGHT x term score + log P(category)
+        # step 4 with the learned model: TERM_WEIGHT x term score + its vote (log P of the
+        # regression + NB_WEIGHT x log P of the naive Bayes part)
         feats = features(salient[2], texts)
         logp = learned.log_posterior(feats)
+        vote = learned.vote(feats)
         terms = {c: (s, t) for s, c, t in ranked}
-        category = max(sorted(logp), key=lambda c: TERM_WEIGHT * terms.get(c, (0.0, []))[0] + logp[c])
+        category = max(sorted(vote), key=lambda c: TERM_WEIGHT * terms.get(c, (0.0, []))[0] + vote[c])
         return Verdict(category, line, where, best, tuple(terms.get(category, (0.0, []))[1][:6]),
                        math.exp(logp[category]), tuple(learned.top_tokens(feats, category)))
 

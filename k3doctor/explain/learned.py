@@ -1,9 +1,11 @@
-"""The fallback's learned category model: a logistic regression over the words of error lines.
+"""The fallback's learned category model: a logistic regression and a naive Bayes model over the
+words of error lines.
 
 When no signature explains an error, the fallback (:mod:`.fallback`) picks the most salient error
 line and names a category. The hand-weighted terms of ``kb/fallback.toml`` give each category a
-score; this model gives each category a log-probability learned from labelled error messages, and
-the fallback picks the category with the highest ``TERM_WEIGHT x term score + log P``.
+score; this model gives each category a vote learned from labelled error messages (:meth:`LearnedModel.vote`:
+log P of the regression + ``NB_WEIGHT`` x log P of naive Bayes), and the fallback picks the
+category with the highest ``TERM_WEIGHT x term score + vote``.
 
 **Data.** ``kb/fallback-model.json`` is data, rebuilt by ``python tools/fallback_model.py
 --write-model k3doctor/explain/kb/fallback-model.json`` from
@@ -22,7 +24,11 @@ picks them. ``tests/test_explain_learned.py`` rebuilds the model and compares it
 (``ncclSystemError`` gives nccl, system, error) and the salient line's adjacent-word pairs;
 numbers, hex ids and one-letter tokens dropped. A token must occur in at least two examples to
 be kept. **Model**: multinomial logistic regression on binary, L2-normalised features, trained by
-plain SGD in a fixed order (deterministic, no dependency).
+plain SGD in a fixed order (deterministic, no dependency); and, in the same file
+(``nb_counts``, ``nb_totals``, ``nb_alpha``), naive Bayes counts of the same tokens (add-one
+smoothing, uniform prior). ``TERM_WEIGHT`` 0.2 and ``NB_WEIGHT`` 0.1 were chosen by nested 5-fold
+cross-validation by thread on the development rows' fallback verdicts (docs/validation.md,
+seventeenth session); a file without the naive Bayes part votes with the regression alone.
 
 Why it is there, measured on rows neither had seen (docs/validation.md, "Learned fallback"): on
 the development rows of collection rounds 14-64, each classified by the terms as committed before
@@ -37,19 +43,21 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
 from .kb import KBError
 
 __all__ = ["LearnedModel", "features", "tokens", "pairs", "load_learned", "parse_learned",
-           "TERM_WEIGHT", "MODEL_FILE"]
+           "TERM_WEIGHT", "NB_WEIGHT", "MODEL_FILE"]
 
 MODEL_FILE = "fallback-model.json"
 FORMAT = 1
 #: how much one unit of hand-term score counts against one nat of the model's log-probability
-TERM_WEIGHT = 0.3
+TERM_WEIGHT = 0.2
+#: how much one nat of the naive Bayes log-probability counts against one of the regression's
+NB_WEIGHT = 0.1
 SALIENT_WEIGHT = 2
 CAP = 3
 
@@ -123,6 +131,33 @@ class LearnedModel:
     bias: tuple[float, ...]
     weights: Mapping[str, tuple[float, ...]]
     examples: int = 0
+    #: the naive Bayes part, trained on the same examples: per token its (capped) counts per
+    #: category, the counts' totals per category and the add-alpha smoothing (empty: none)
+    nb_counts: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
+    nb_totals: tuple[float, ...] = ()
+    nb_alpha: float = 1.0
+
+    def nb_log_posterior(self, feats: Mapping[str, int]) -> dict[str, float] | None:
+        """log P(category | features) under the naive Bayes part (uniform prior); None without one."""
+        if not self.nb_totals:
+            return None
+        v = len(self.nb_counts)
+        scores = []
+        for i, total in enumerate(self.nb_totals):
+            denom = math.log(total + self.nb_alpha * v)
+            scores.append(sum(w * (math.log(self.nb_counts[k][i] + self.nb_alpha) - denom)
+                              for k, w in feats.items() if k in self.nb_counts))
+        top = max(scores)
+        z = top + math.log(sum(math.exp(s - top) for s in scores))
+        return {c: s - z for c, s in zip(self.categories, scores)}
+
+    def vote(self, feats: Mapping[str, int]) -> dict[str, float]:
+        """The model's vote per category: log P of the regression, plus ``NB_WEIGHT`` x log P of
+        the naive Bayes part where the file has one (the fallback adds ``TERM_WEIGHT`` x the term
+        score to it and takes the highest)."""
+        logp = self.log_posterior(feats)
+        nb = self.nb_log_posterior(feats)
+        return logp if nb is None else {c: logp[c] + NB_WEIGHT * nb[c] for c in logp}
 
     def log_posterior(self, feats: Mapping[str, int]) -> dict[str, float]:
         """log P(category | features) for every category."""
@@ -169,8 +204,23 @@ def parse_learned(text: str, where: str = f"kb/{MODEL_FILE}",
                 or not all(isinstance(w, (int, float)) for w in ws)):
             raise KBError(f"{where}: token {tok!r} needs one weight per category")
         out[tok] = tuple(float(w) for w in ws)
+    counts, totals, alpha = data.get("nb_counts"), data.get("nb_totals"), data.get("nb_alpha", 1.0)
+    nb: dict[str, tuple[float, ...]] = {}
+    nb_totals: tuple[float, ...] = ()
+    if counts is not None or totals is not None:
+        if (not isinstance(counts, dict) or not isinstance(totals, list) or len(totals) != len(cats)
+                or not all(isinstance(t, (int, float)) and t >= 0 for t in totals)
+                or not isinstance(alpha, (int, float)) or alpha <= 0):
+            raise KBError(f"{where}: its naive Bayes part needs 'nb_counts', 'nb_totals' (one per "
+                          "category) and a positive 'nb_alpha'")
+        for tok, cs in counts.items():
+            if (not isinstance(cs, list) or len(cs) != len(cats)
+                    or not all(isinstance(c, (int, float)) and c >= 0 for c in cs)):
+                raise KBError(f"{where}: naive Bayes token {tok!r} needs one count per category")
+            nb[tok] = tuple(float(c) for c in cs)
+        nb_totals = tuple(float(t) for t in totals)
     return LearnedModel(tuple(cats), tuple(float(b) for b in bias), out,
-                        int(data.get("examples", 0)))
+                        int(data.get("examples", 0)), nb, nb_totals, float(alpha))
 
 
 @lru_cache(maxsize=1)
