@@ -32,9 +32,10 @@ and names a category with ``confidence = "low"``, the line quoted, and the next 
    rows and the engines' own messages from the source sweeps) gives each category a vote, log P of
    the regression + 0.1 x log P of naive Bayes. The category with the highest ``0.2 x term score +
    vote`` wins (until 2026-12-06 the regression alone, with terms x0.3: the two models together
-   generalise better, measured on rows neither had seen; docs/validation.md, seventeenth session). No term at all and no explicit error (an exception,
-   ``ERROR``/``FATAL``, an assertion): no verdict, so a line such as "Failed to open
-   libibverbs.so" with no category word and no exception stays unclassified. On the development
+   generalise better, measured on rows neither had seen; docs/validation.md, seventeenth
+   session). No term at all and no explicit error (an exception, ``ERROR``/``FATAL``, an
+   assertion): no verdict, so a line such as "Failed to open libibverbs.so" with no category word
+   and no exception stays unclassified. On the development
    rows of later collection rounds, classified by terms and a model that had not seen them, the
    terms alone chose the right category for 321 of 481 verdicts, the two votes for 363
    (``tools/fallback_model.py --rounds --from-round 14 --sweeps``; docs/validation.md, "Learned
@@ -194,7 +195,8 @@ class Verdict:
     where: tuple[str, int]          # (source name, line number)
     score: float                    # summed term weight of the best category by terms (0: no term)
     terms: tuple[str, ...]          # the chosen category's terms on the lines, best first
-    #: the learned model's probability of the chosen category (None: terms alone decided)
+    #: the learned regression's probability of the chosen category (None: terms alone decided;
+    #: the naive Bayes part votes too, but this is the figure shown)
     probability: float | None = None
     #: the words that pushed the learned model hardest towards the chosen category
     learned_words: tuple[str, ...] = ()

@@ -3,9 +3,9 @@ words of error lines.
 
 When no signature explains an error, the fallback (:mod:`.fallback`) picks the most salient error
 line and names a category. The hand-weighted terms of ``kb/fallback.toml`` give each category a
-score; this model gives each category a vote learned from labelled error messages (:meth:`LearnedModel.vote`:
-log P of the regression + ``NB_WEIGHT`` x log P of naive Bayes), and the fallback picks the
-category with the highest ``TERM_WEIGHT x term score + vote``.
+score; this model gives each category a vote learned from labelled error messages
+(:meth:`LearnedModel.vote`: log P of the regression + ``NB_WEIGHT`` x log P of naive Bayes), and
+the fallback picks the category with the highest ``TERM_WEIGHT x term score + vote``.
 
 **Data.** ``kb/fallback-model.json`` is data, rebuilt by ``python tools/fallback_model.py
 --write-model k3doctor/explain/kb/fallback-model.json`` from
