@@ -447,14 +447,18 @@ def by_round(examples: list[Example], base: FallbackModel, rows: list[dict[str, 
     n = 0
     lines = []
     extra_data = _data(extra)
+    trained: dict[frozenset[str], dict[str, Any]] = {}  # rounds of one batch share their "before"
     for commit, files, before, new in rounds(rows):
         if first and not any(_round_number(f) >= first for f in files):
             continue
         old = parse_fallback_text(_git("show", f"{commit}^:k3doctor/explain/kb/fallback.toml"),
                                   sum_duplicates=True)
         terms = dataclasses.replace(base, categories=old.categories)
-        model = train([(e.thread, e.want, feats[e.row_id]) for e in examples if e.row_id in before]
-                      + extra_data, cats)
+        key = frozenset(before)
+        if key not in trained:
+            trained[key] = train([(e.thread, e.want, feats[e.row_id]) for e in examples
+                                  if e.row_id in before] + extra_data, cats)
+        model = trained[key]
         test = [e for e in examples if e.row_id in new]
         got: collections.Counter[str] = collections.Counter()
         for e in test:
