@@ -205,8 +205,38 @@ def test_the_naive_bayes_part_joins_the_vote():
     assert nb is not None and max(nb, key=lambda c: nb[c]) == "memory"
     vote = both.vote(feats)
     assert all(vote[c] == pytest.approx(both.log_posterior(feats)[c] + NB_WEIGHT * nb[c]) for c in cats)
+    assert both.vote(feats, both.log_posterior(feats)) == vote  # the caller's log P, not a second one
     v = dataclasses.replace(load_fallback(), learned=both).classify([("<text>", 1, line)], None)
     assert v is not None and v.category == "memory"
     shipped = load_learned()
     assert shipped is not None and shipped.nb_totals and set(shipped.nb_counts) == set(shipped.weights)
 
+
+
+def test_the_tool_and_the_packaged_model_compute_the_same_posteriors():
+    """tools/fallback_model.py measures with its own training-time dicts; the package reads the
+    file model_json writes. Both must give the same log P (regression: within the file's rounding of
+    the weights; naive Bayes: exactly), or the measurements describe another model than the shipped
+    one."""
+    from tools import fallback_model as fm
+
+    cats = fm.categories()
+    lines = [("t1", "memory", "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB"),
+             ("t2", "memory", "RuntimeError: CUDA out of memory while allocating the KV cache"),
+             ("t3", "network", "RuntimeError: NCCL error: unhandled system error, socket closed"),
+             ("t4", "network", "torch.distributed.DistBackendError: NCCL socket timeout on rank 3"),
+             ("t5", "version", "ImportError: undefined symbol in flash_attn_2_cuda, torch mismatch"),
+             ("t6", "version", "ImportError: undefined symbol _ZN3c10 in vllm._C, rebuild for torch")]
+    examples = [fm.Example(t, t, want, text, (text,)) for t, want, text in lines]
+    data = [(e.thread, e.want, features(e.salient, e.others)) for e in examples]
+    lr, nb = fm.train_lr(data, cats), fm.train_nb(data, cats)
+    shipped = parse_learned(fm.model_json(examples, (), cats))
+    for _, _, text in lines + [("x", "", "RuntimeError: CUDA out of memory on the NCCL socket")]:
+        f = features(text, [text])
+        want_lr, want_nb = fm.lr_log_posterior(lr, f), fm.nb_log_posterior(nb, f)
+        got_nb = shipped.nb_log_posterior(f)
+        assert got_nb is not None
+        assert all(shipped.log_posterior(f)[c] == pytest.approx(want_lr[c], abs=0.05) for c in cats)
+        assert all(got_nb[c] == pytest.approx(want_nb[c], abs=1e-9) for c in cats)
+        both = fm.both_log_posterior({"lr": lr, "nb": nb}, f)
+        assert max(cats, key=lambda c: both[c]) == max(cats, key=lambda c: shipped.vote(f)[c])

@@ -406,7 +406,7 @@ class FallbackModel:
         # regression + NB_WEIGHT x log P of the naive Bayes part)
         feats = features(salient[2], texts)
         logp = learned.log_posterior(feats)
-        vote = learned.vote(feats)
+        vote = learned.vote(feats, logp)
         terms = {c: (s, t) for s, c, t in ranked}
         category = max(sorted(vote), key=lambda c: TERM_WEIGHT * terms.get(c, (0.0, []))[0] + vote[c])
         return Verdict(category, line, where, best, tuple(terms.get(category, (0.0, []))[1][:6]),

@@ -151,11 +151,13 @@ class LearnedModel:
         z = top + math.log(sum(math.exp(s - top) for s in scores))
         return {c: s - z for c, s in zip(self.categories, scores)}
 
-    def vote(self, feats: Mapping[str, int]) -> dict[str, float]:
+    def vote(self, feats: Mapping[str, int],
+             logp: Mapping[str, float] | None = None) -> dict[str, float]:
         """The model's vote per category: log P of the regression, plus ``NB_WEIGHT`` x log P of
         the naive Bayes part where the file has one (the fallback adds ``TERM_WEIGHT`` x the term
-        score to it and takes the highest)."""
-        logp = self.log_posterior(feats)
+        score to it and takes the highest). ``logp``: the regression's :meth:`log_posterior` of
+        ``feats`` where the caller has it already."""
+        logp = dict(logp) if logp is not None else self.log_posterior(feats)
         nb = self.nb_log_posterior(feats)
         return logp if nb is None else {c: logp[c] + NB_WEIGHT * nb[c] for c in logp}
 
