@@ -462,7 +462,10 @@ def test_a_binary_file_gets_no_fallback_verdict():
               "\x00\x00--dired and --zero are incompatible\x00\x00")
     assert explain_text(binary).matches == []
     padded = explain_text("\x00\x00\x00\x00RuntimeError: something failed badly in the engine")
-    assert [m.sig.id for m in padded.matches] == ["fallback-other"]
+    # (which category a line without a category word gets is the learned model's guess: other
+    # before the nearest-neighbour vote, version with it; what matters here is that it is read)
+    assert [m.sig.id.startswith("fallback-") for m in padded.matches] == [True]
+    assert padded.matches[0].evidence[0][2].endswith("something failed badly in the engine")
 
 
 @pytest.mark.parametrize("line", [

@@ -54,8 +54,9 @@ them; the terms are scored as before. This asks whether 1,900 more labelled mess
 learned model beat the hand terms on rows it has not seen.
 
 ``--write-model PATH`` writes the model ``explain`` ships (``k3doctor/explain/kb/fallback-model.json``):
-the logistic regression trained on every dev verdict and every sweep verdict. Adopted after the
-``--sweeps`` measurements (docs/validation.md, "Learned fallback"); ``tests/test_explain_learned.py``
+the logistic regression trained on every dev verdict and every sweep verdict, with the naive Bayes
+counts (seventeenth session) and the nearest-neighbour examples (eighteenth session) of the same
+verdicts. Adopted after the ``--sweeps`` measurements (docs/validation.md, "Learned fallback"); ``tests/test_explain_learned.py``
 rebuilds it and compares.
 
 ``--write`` writes the naive Bayes model trained on every dev row as sorted, indented JSON (the
@@ -256,23 +257,62 @@ def lr_log_posterior(model: dict[str, Any], feats: dict[str, int]) -> dict[str, 
 
 
 def train_both(data: list[tuple[str, str, dict[str, int]]], cats: list[str]) -> dict[str, Any]:
-    """The shipped learner: the logistic regression and the naive Bayes model of the same data."""
+    """The logistic regression and the naive Bayes model of the same data (the seventeenth
+    session's shipped learner)."""
     return {"lr": train_lr(data, cats), "nb": train_nb(data, cats)}
 
 
 def both_log_posterior(model: dict[str, Any], feats: dict[str, int]) -> dict[str, float]:
-    """log P of the regression + ``NB_WEIGHT`` x log P of naive Bayes, renormalised (the shipped
-    model's vote, :meth:`LearnedModel.vote <k3doctor.explain.learned.LearnedModel.vote>`, up to a
-    constant)."""
+    """log P of the regression + ``NB_WEIGHT`` x log P of naive Bayes, renormalised (the
+    seventeenth session's vote; :func:`all_log_posterior` adds the nearest neighbours)."""
     lr, nb = lr_log_posterior(model["lr"], feats), nb_log_posterior(model["nb"], feats)
     cats = model["lr"]["categories"]
     return _normalise(cats, [lr[c] + _learned.NB_WEIGHT * nb[c] for c in cats])
 
 
+# -- nearest neighbours ---------------------------------------------------------------------------
+KNN_K = 20               # how many nearest examples vote (the file's knn_k)
+
+
+def train_knn(data: list[tuple[str, str, dict[str, int]]], cats: list[str]) -> dict[str, Any]:
+    """The nearest-neighbour part: per (thread, category) example its tokens that at least
+    ``MIN_THREADS`` examples hold, and their idf (log of examples / examples holding it, rounded to
+    4 decimals as the file keeps it)."""
+    per = _per_thread(data)
+    df = collections.Counter(k for d in per.values() for k in d)
+    n = len(per)
+    idf = {k: round(math.log(n / c), 4) for k, c in sorted(df.items()) if c >= MIN_THREADS}
+    index = {c: i for i, c in enumerate(cats)}
+    examples = [(index[cat], tuple(sorted(k for k in d if k in idf))) for (_, cat), d in sorted(per.items())]
+    labels = [c for c, _ in examples]
+    return {"categories": cats, "k": KNN_K, "idf": idf, "examples": examples, "labels": labels,
+            "index": _learned.knn_index(idf, (t for _, t in examples))}
+
+
+def knn_log_posterior(model: dict[str, Any], feats: dict[str, int]) -> dict[str, float]:
+    return _learned.knn_log_posterior(model["categories"], model["labels"], model["idf"],
+                                      model["index"], model["k"], feats)
+
+
+def train_all(data: list[tuple[str, str, dict[str, int]]], cats: list[str]) -> dict[str, Any]:
+    """The shipped learner: the regression, naive Bayes and the nearest neighbours of the same data."""
+    return {**train_both(data, cats), "knn": train_knn(data, cats)}
+
+
+def all_log_posterior(model: dict[str, Any], feats: dict[str, int]) -> dict[str, float]:
+    """The shipped vote, renormalised: log P of the regression + ``NB_WEIGHT`` x naive Bayes +
+    ``KNN_WEIGHT`` x nearest neighbours (:meth:`LearnedModel.vote
+    <k3doctor.explain.learned.LearnedModel.vote>`, up to a constant)."""
+    both, knn = both_log_posterior(model, feats), knn_log_posterior(model["knn"], feats)
+    cats = model["lr"]["categories"]
+    return _normalise(cats, [both[c] + _learned.KNN_WEIGHT * knn[c] for c in cats])
+
+
 LEARNERS: dict[str, tuple[Callable[..., dict[str, Any]], Callable[..., dict[str, float]]]] = {
     "naive Bayes": (train_nb, nb_log_posterior),
     "logistic regression": (train_lr, lr_log_posterior),
-    "LR + 0.1 x NB (shipped)": (train_both, both_log_posterior),
+    "LR + 0.1 x NB": (train_both, both_log_posterior),
+    "LR + 0.1 x NB + kNN (shipped)": (train_all, all_log_posterior),
 }
 
 
@@ -529,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from-round", type=int, default=0, metavar="N",
                     help="--rounds: only the rounds numbered N or later")
     ap.add_argument("--write-model", metavar="PATH",
-                    help="write the shipped logistic-regression model (dev rows + sweeps), JSON")
+                    help="write the shipped model (regression, naive Bayes, nearest neighbours; dev rows + sweeps), JSON")
     ap.add_argument("--write", metavar="PATH", help="write the naive Bayes model of all dev rows (JSON)")
     ap.add_argument("--final-heldout", action="store_true",
                     help="held-out aggregates, once, after the design is frozen (counts only)")
@@ -586,20 +626,29 @@ def _num(w: float) -> float | int:
 def model_json(examples: list[Example], extra: tuple[Example, ...], cats: list[str]) -> str:
     """The shipped model (``k3doctor/explain/kb/fallback-model.json``): the logistic regression
     trained on ``examples`` (dev rows) and ``extra`` (sweep messages), weights rounded to 3
-    decimals, one token a line, sorted (the same text for the same corpus)."""
+    decimals, one token a line, sorted; the naive Bayes counts; the nearest-neighbour vocabulary
+    (token, idf) and examples (category index, token indices), one a line (the same text for the
+    same corpus)."""
     data = [(e.thread, e.want, features(e.salient, e.others)) for e in examples] + _data(extra)
     model = train_lr(data, cats)
     nb = train_nb(data, cats)
+    knn = train_knn(data, cats)
     head = {"format": _learned.FORMAT, "categories": cats,
             "bias": [_num(model["b"][c]) for c in cats], "examples": len(_per_thread(data)),
-            "nb_alpha": nb["alpha"], "nb_totals": nb["totals"],
+            "nb_alpha": nb["alpha"], "nb_totals": nb["totals"], "knn_k": knn["k"],
             "built_by": "python tools/fallback_model.py --write-model k3doctor/explain/kb/fallback-model.json"}
     body = ",\n".join(f"{json.dumps(k)}:{json.dumps([_num(model['w'][c].get(k, 0.0)) for c in cats], separators=(',', ':'))}"
                       for k in sorted(model["vocab"]))
     nb_body = ",\n".join(f"{json.dumps(k)}:{json.dumps(v, separators=(',', ':'))}"
                          for k, v in sorted(nb["tokens"].items()))
+    vocab = list(knn["idf"])
+    at = {t: i for i, t in enumerate(vocab)}
+    vocab_body = ",\n".join(json.dumps([t, knn["idf"][t]], separators=(",", ":")) for t in vocab)
+    ex_body = ",\n".join(json.dumps([c, *(at[t] for t in toks)], separators=(",", ":"))
+                          for c, toks in knn["examples"])
     return (json.dumps(head, sort_keys=True)[:-1] + ', "weights": {\n' + body
-            + '\n}, "nb_counts": {\n' + nb_body + "\n}}\n")
+            + '\n}, "nb_counts": {\n' + nb_body + '\n}, "knn_vocab": [\n' + vocab_body
+            + '\n], "knn_examples": [\n' + ex_body + "\n]}\n")
 
 
 def dump(model: dict[str, Any]) -> str:

@@ -1,11 +1,12 @@
-"""The fallback's learned category model: a logistic regression and a naive Bayes model over the
-words of error lines.
+"""The fallback's learned category model: a logistic regression, a naive Bayes model and a
+nearest-neighbour vote over the words of error lines.
 
 When no signature explains an error, the fallback (:mod:`.fallback`) picks the most salient error
 line and names a category. The hand-weighted terms of ``kb/fallback.toml`` give each category a
 score; this model gives each category a vote learned from labelled error messages
-(:meth:`LearnedModel.vote`: log P of the regression + ``NB_WEIGHT`` x log P of naive Bayes), and
-the fallback picks the category with the highest ``TERM_WEIGHT x term score + vote``.
+(:meth:`LearnedModel.vote`: log P of the regression + ``NB_WEIGHT`` x log P of naive Bayes +
+``KNN_WEIGHT`` x log P of the nearest neighbours), and the fallback picks the category with the
+highest ``TERM_WEIGHT x term score + vote``.
 
 **Data.** ``kb/fallback-model.json`` is data, rebuilt by ``python tools/fallback_model.py
 --write-model k3doctor/explain/kb/fallback-model.json`` from
@@ -29,6 +30,15 @@ plain SGD in a fixed order (deterministic, no dependency); and, in the same file
 smoothing, uniform prior). ``TERM_WEIGHT`` 0.2 and ``NB_WEIGHT`` 0.1 were chosen by nested 5-fold
 cross-validation by thread on the development rows' fallback verdicts (docs/validation.md,
 seventeenth session); a file without the naive Bayes part votes with the regression alone.
+**Nearest neighbours** (``knn_*`` in the file; eighteenth session): every training example's
+tokens (indices into ``knn_vocab``, which carries each token's inverse document frequency); a
+verdict's tokens are compared with each example's by cosine similarity of idf-weighted binary
+vectors, the ``knn_k`` most similar examples add their similarity to their category, and
+:meth:`LearnedModel.knn_log_posterior` is log((sum + ``KNN_SMOOTH``) / (total + ``KNN_SMOOTH`` x
+categories)). It answers what the other two average away: a message worded like a few known ones
+of one category. ``KNN_WEIGHT`` 1.0 and k = 20 were chosen on the development rows' 5-fold
+cross-validation (2702 -> 2722 of 3400 verdicts) and checked on rounds 200-324 by round (555 ->
+562 of 777); docs/validation.md, eighteenth session.
 
 Why it is there, measured on rows neither had seen (docs/validation.md, "Learned fallback"): on
 the development rows of collection rounds 14-64, each classified by the terms as committed before
@@ -44,13 +54,13 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 
 from .kb import KBError
 
 __all__ = ["LearnedModel", "features", "tokens", "pairs", "load_learned", "parse_learned",
-           "TERM_WEIGHT", "NB_WEIGHT", "MODEL_FILE"]
+           "knn_index", "knn_log_posterior", "TERM_WEIGHT", "NB_WEIGHT", "KNN_WEIGHT", "MODEL_FILE"]
 
 MODEL_FILE = "fallback-model.json"
 FORMAT = 1
@@ -58,6 +68,10 @@ FORMAT = 1
 TERM_WEIGHT = 0.2
 #: how much one nat of the naive Bayes log-probability counts against one of the regression's
 NB_WEIGHT = 0.1
+#: how much one nat of the nearest-neighbour log-probability counts against one of the regression's
+KNN_WEIGHT = 1.0
+#: the nearest-neighbour vote's smoothing: what a category no neighbour belongs to still gets
+KNN_SMOOTH = 0.05
 SALIENT_WEIGHT = 2
 CAP = 3
 
@@ -123,6 +137,43 @@ def features(salient: str, others: Iterable[str]) -> dict[str, int]:
     return {k: min(v, CAP) for k, v in sorted(f.items())}
 
 
+KnnIndex = dict[str, list[tuple[int, float]]]
+
+
+def knn_index(idf: Mapping[str, float], examples: Iterable[Iterable[str]]) -> KnnIndex:
+    """token -> [(example number, the token's weight in that example's unit vector)]: each
+    example an idf-weighted binary vector of its tokens (tokens without an idf are left out)."""
+    index: KnnIndex = {}
+    for i, toks in enumerate(examples):
+        ws = {t: idf[t] for t in toks if t in idf}
+        norm = math.sqrt(sum(w * w for w in ws.values()))
+        if not norm:
+            continue
+        for t, w in ws.items():
+            index.setdefault(t, []).append((i, w / norm))
+    return index
+
+
+def knn_log_posterior(categories: tuple[str, ...] | list[str], labels: list[int] | tuple[int, ...],
+                      idf: Mapping[str, float], index: KnnIndex, k: int,
+                      feats: Mapping[str, int]) -> dict[str, float]:
+    """log P(category | features) by the ``k`` examples most similar to ``feats`` (cosine of
+    idf-weighted binary vectors; ties by example order): each adds its similarity to its category
+    (``labels[i]``, an index into ``categories``), smoothed by ``KNN_SMOOTH``."""
+    q = {t: idf[t] for t in feats if t in idf}
+    norm = math.sqrt(sum(w * w for w in q.values()))
+    sims: dict[int, float] = {}
+    if norm:
+        for t, w in q.items():
+            for i, x in index.get(t, ()):
+                sims[i] = sims.get(i, 0.0) + w / norm * x
+    mass = [0.0] * len(categories)
+    for i, sim in sorted(sims.items(), key=lambda t: (-t[1], t[0]))[:k]:
+        mass[labels[i]] += sim
+    total = sum(mass) + KNN_SMOOTH * len(categories)
+    return {c: math.log((m + KNN_SMOOTH) / total) for c, m in zip(categories, mass)}
+
+
 @dataclass(frozen=True)
 class LearnedModel:
     """A trained logistic regression: per category a bias, per token one weight per category."""
@@ -136,6 +187,24 @@ class LearnedModel:
     nb_counts: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     nb_totals: tuple[float, ...] = ()
     nb_alpha: float = 1.0
+    #: the nearest-neighbour part: how many neighbours vote, token -> idf, and per training
+    #: example its category's index and its tokens (k 0: none)
+    knn_k: int = 0
+    knn_idf: Mapping[str, float] = field(default_factory=dict)
+    knn_examples: tuple[tuple[int, tuple[str, ...]], ...] = ()
+
+    @cached_property
+    def _knn(self) -> tuple[list[int], KnnIndex]:
+        return ([c for c, _ in self.knn_examples],
+                knn_index(self.knn_idf, (toks for _, toks in self.knn_examples)))
+
+    def knn_log_posterior(self, feats: Mapping[str, int]) -> dict[str, float] | None:
+        """log P(category | features) by the nearest training examples; None without that part.
+        (The index is built the first time a verdict needs it.)"""
+        if not self.knn_k or not self.knn_examples:
+            return None
+        labels, index = self._knn
+        return knn_log_posterior(self.categories, labels, self.knn_idf, index, self.knn_k, feats)
 
     def nb_log_posterior(self, feats: Mapping[str, int]) -> dict[str, float] | None:
         """log P(category | features) under the naive Bayes part (uniform prior); None without one."""
@@ -154,12 +223,16 @@ class LearnedModel:
     def vote(self, feats: Mapping[str, int],
              logp: Mapping[str, float] | None = None) -> dict[str, float]:
         """The model's vote per category: log P of the regression, plus ``NB_WEIGHT`` x log P of
-        the naive Bayes part where the file has one (the fallback adds ``TERM_WEIGHT`` x the term
-        score to it and takes the highest). ``logp``: the regression's :meth:`log_posterior` of
-        ``feats`` where the caller has it already."""
-        logp = dict(logp) if logp is not None else self.log_posterior(feats)
-        nb = self.nb_log_posterior(feats)
-        return logp if nb is None else {c: logp[c] + NB_WEIGHT * nb[c] for c in logp}
+        the naive Bayes part and ``KNN_WEIGHT`` x log P of the nearest neighbours where the file
+        has them (the fallback adds ``TERM_WEIGHT`` x the term score to it and takes the highest).
+        ``logp``: the regression's :meth:`log_posterior` of ``feats`` where the caller has it
+        already."""
+        vote = dict(logp) if logp is not None else self.log_posterior(feats)
+        for weight, part in ((NB_WEIGHT, self.nb_log_posterior(feats)),
+                             (KNN_WEIGHT, self.knn_log_posterior(feats))):
+            if part is not None:
+                vote = {c: vote[c] + weight * part[c] for c in vote}
+        return vote
 
     def log_posterior(self, feats: Mapping[str, int]) -> dict[str, float]:
         """log P(category | features) for every category."""
@@ -221,8 +294,40 @@ def parse_learned(text: str, where: str = f"kb/{MODEL_FILE}",
                 raise KBError(f"{where}: naive Bayes token {tok!r} needs one count per category")
             nb[tok] = tuple(float(c) for c in cs)
         nb_totals = tuple(float(t) for t in totals)
+    knn_k, knn_idf, knn_examples = _parse_knn(data, len(cats), where)
     return LearnedModel(tuple(cats), tuple(float(b) for b in bias), out,
-                        int(data.get("examples", 0)), nb, nb_totals, float(alpha))
+                        int(data.get("examples", 0)), nb, nb_totals, float(alpha),
+                        knn_k, knn_idf, knn_examples)
+
+
+def _parse_knn(data: dict, ncats: int, where: str
+               ) -> tuple[int, dict[str, float], tuple[tuple[int, tuple[str, ...]], ...]]:
+    """The nearest-neighbour part of the file (``knn_k``, ``knn_vocab`` ``[[token, idf], ...]``,
+    ``knn_examples`` ``[[category index, token index, ...], ...]``), or none."""
+    k, vocab, examples = data.get("knn_k"), data.get("knn_vocab"), data.get("knn_examples")
+    if k is None and vocab is None and examples is None:
+        return 0, {}, ()
+    if (not isinstance(k, int) or isinstance(k, bool) or k < 1 or not isinstance(vocab, list)
+            or not isinstance(examples, list)):
+        raise KBError(f"{where}: its nearest-neighbour part needs a positive 'knn_k', 'knn_vocab' "
+                      "and 'knn_examples'")
+    toks: list[str] = []
+    idf: dict[str, float] = {}
+    for entry in vocab:
+        if (not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[0], str)
+                or not isinstance(entry[1], (int, float)) or isinstance(entry[1], bool) or entry[1] < 0):
+            raise KBError(f"{where}: knn_vocab entry {entry!r} is not [token, idf >= 0]")
+        toks.append(entry[0])
+        idf[entry[0]] = float(entry[1])
+    out = []
+    for n, ex in enumerate(examples):
+        if (not isinstance(ex, list) or not ex
+                or not all(isinstance(i, int) and not isinstance(i, bool) for i in ex)
+                or not 0 <= ex[0] < ncats or not all(0 <= i < len(toks) for i in ex[1:])):
+            raise KBError(f"{where}: knn_examples[{n}] is not [category index, token index, ...] "
+                          "within the file's categories and knn_vocab")
+        out.append((ex[0], tuple(toks[i] for i in ex[1:])))
+    return k, idf, tuple(out)
 
 
 @lru_cache(maxsize=1)
