@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import json
 import math
+from array import array
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -137,12 +138,14 @@ def features(salient: str, others: Iterable[str]) -> dict[str, int]:
     return {k: min(v, CAP) for k, v in sorted(f.items())}
 
 
-KnnIndex = dict[str, list[tuple[int, float]]]
+#: token -> (example numbers, the token's weight in each of those examples' unit vectors), as
+#: compact arrays (a few MB for the shipped model, where lists of tuples took about 16)
+KnnIndex = dict[str, tuple["array[int]", "array[float]"]]
 
 
 def knn_index(idf: Mapping[str, float], examples: Iterable[Iterable[str]]) -> KnnIndex:
-    """token -> [(example number, the token's weight in that example's unit vector)]: each
-    example an idf-weighted binary vector of its tokens (tokens without an idf are left out)."""
+    """token -> (example numbers, weights): each example an idf-weighted binary vector of its
+    tokens, unit length (tokens without an idf are left out)."""
     index: KnnIndex = {}
     for i, toks in enumerate(examples):
         ws = {t: idf[t] for t in toks if t in idf}
@@ -150,7 +153,9 @@ def knn_index(idf: Mapping[str, float], examples: Iterable[Iterable[str]]) -> Kn
         if not norm:
             continue
         for t, w in ws.items():
-            index.setdefault(t, []).append((i, w / norm))
+            ids, weights = index.get(t) or index.setdefault(t, (array("i"), array("d")))
+            ids.append(i)
+            weights.append(w / norm)
     return index
 
 
@@ -165,7 +170,8 @@ def knn_log_posterior(categories: tuple[str, ...] | list[str], labels: list[int]
     sims: dict[int, float] = {}
     if norm:
         for t, w in q.items():
-            for i, x in index.get(t, ()):
+            ids, weights = index.get(t) or ((), ())
+            for i, x in zip(ids, weights):
                 sims[i] = sims.get(i, 0.0) + w / norm * x
     mass = [0.0] * len(categories)
     for i, sim in sorted(sims.items(), key=lambda t: (-t[1], t[0]))[:k]:
