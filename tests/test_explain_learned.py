@@ -81,6 +81,8 @@ def test_the_packaged_fallback_carries_the_model():
     ('{"format": 1, "categories": ["a"], "bias": [0], "weights": {}, "knn_k": 3}', "nearest-neighbour"),
     ('{"format": 1, "categories": ["a"], "bias": [0], "weights": {}, "knn_k": 3, "knn_vocab": [["t", -1]],'
      ' "knn_examples": []}', "knn_vocab entry"),
+    ('{"format": 1, "categories": ["a"], "bias": [0], "weights": {}, "knn_k": 3, "knn_vocab": [["t", NaN]],'
+     ' "knn_examples": []}', "knn_vocab entry"),
     ('{"format": 1, "categories": ["a"], "bias": [0], "weights": {}, "knn_k": 3, "knn_vocab": [["t", 1]],'
      ' "knn_examples": [[0, 1]]}', "knn_examples[0]"),
     ('{"format": 1, "categories": ["a"], "bias": [0], "weights": {}, "knn_k": 3, "knn_vocab": [["t", 1]],'

@@ -50,8 +50,8 @@ from __future__ import annotations
 
 import json
 import math
-from array import array
 import re
+from array import array
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -321,7 +321,8 @@ def _parse_knn(data: dict, ncats: int, where: str
     idf: dict[str, float] = {}
     for entry in vocab:
         if (not isinstance(entry, list) or len(entry) != 2 or not isinstance(entry[0], str)
-                or not isinstance(entry[1], (int, float)) or isinstance(entry[1], bool) or entry[1] < 0):
+                or not isinstance(entry[1], (int, float)) or isinstance(entry[1], bool)
+                or not math.isfinite(entry[1]) or entry[1] < 0):
             raise KBError(f"{where}: knn_vocab entry {entry!r} is not [token, idf >= 0]")
         toks.append(entry[0])
         idf[entry[0]] = float(entry[1])
