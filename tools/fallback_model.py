@@ -61,7 +61,7 @@ rebuilds it and compares.
 
 ``--write`` writes the naive Bayes model trained on every dev row as sorted, indented JSON (the
 same file for the same corpus and fallback markers; ``tests/test_fallback_model.py`` checks it
-is deterministic). It is not shipped (the logistic regression of ``--write-model`` is).
+is deterministic). It is not shipped (``--write-model`` writes what is).
 
 ``--final-heldout`` prints held-out AGGREGATES (counts only) of the fallback alone with the terms
 and with the learned candidates: for the write-up, once, after the design is frozen; never to

@@ -28,12 +28,12 @@ and names a category with ``confidence = "low"``, the line quoted, and the next 
 4. **The category.** Two votes. Weighted literal terms per category (``kb/fallback.toml``, built
    from the development corpus) are summed over the salient line (double weight) and the other
    error lines; and a learned model (:mod:`.learned`, ``kb/fallback-model.json``: a logistic
-   regression and a naive Bayes model over the same lines' words, both trained on the development
-   rows and the engines' own messages from the source sweeps) gives each category a vote, log P of
-   the regression + 0.1 x log P of naive Bayes. The category with the highest ``0.2 x term score +
-   vote`` wins (until 2026-12-06 the regression alone, with terms x0.3: the two models together
-   generalise better, measured on rows neither had seen; docs/validation.md, seventeenth
-   session). No term at all and no explicit error (an exception, ``ERROR``/``FATAL``, an
+   regression, a naive Bayes model and a nearest-neighbour vote over the same lines' words, all
+   trained on the development rows and the engines' own messages from the source sweeps) gives each
+   category a vote, log P of the regression + 0.1 x log P of naive Bayes + 1.0 x log P of the 20
+   nearest training examples. The category with the highest ``0.2 x term score + vote`` wins (until
+   2026-12-06 the regression alone, with terms x0.3; naive Bayes joined in the seventeenth session,
+   the neighbours in the eighteenth, each chosen on rows it had not seen; docs/validation.md). No term at all and no explicit error (an exception, ``ERROR``/``FATAL``, an
    assertion): no verdict, so a line such as "Failed to open libibverbs.so" with no category word
    and no exception stays unclassified. On the development
    rows of later collection rounds, classified by terms and a model that had not seen them, the
@@ -196,7 +196,7 @@ class Verdict:
     score: float                    # summed term weight of the best category by terms (0: no term)
     terms: tuple[str, ...]          # the chosen category's terms on the lines, best first
     #: the learned regression's probability of the chosen category (None: terms alone decided;
-    #: the naive Bayes part votes too, but this is the figure shown)
+    #: the naive Bayes and nearest-neighbour parts vote too, but this is the figure shown)
     probability: float | None = None
     #: the words that pushed the learned model hardest towards the chosen category
     learned_words: tuple[str, ...] = ()
@@ -403,7 +403,7 @@ class FallbackModel:
                 return Verdict(ranked[0][1], line, where, best, tuple(ranked[0][2][:6]))
             return Verdict("other", line, where, 0.0, ())
         # step 4 with the learned model: TERM_WEIGHT x term score + its vote (log P of the
-        # regression + NB_WEIGHT x log P of the naive Bayes part)
+        # regression + NB_WEIGHT x naive Bayes + KNN_WEIGHT x nearest neighbours: LearnedModel.vote)
         feats = features(salient[2], texts)
         logp = learned.log_posterior(feats)
         vote = learned.vote(feats, logp)
